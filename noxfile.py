@@ -1,0 +1,152 @@
+"""Nox sessions for the Arctic-SWE workspace (uv backend).
+
+Per member:  tests(package)  import_alone(package)  typecheck(package)  build(package)
+Workspace:   lint  integration  bench_smoke  nightly
+
+`import_alone` is the one that proves a piece can be lifted into another RL stack: a fresh
+environment holding only that member and its own dependencies imports it from outside the source
+tree, holds none of the packages DESIGN.md §2 forbids for it, and passes the member's tests.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+import zipfile
+from pathlib import Path
+
+import nox
+
+nox.options.default_venv_backend = "uv"
+nox.options.reuse_existing_virtualenvs = True
+nox.options.sessions = ["lint", "tests", "import_alone"]
+
+ROOT = Path(__file__).parent
+
+
+def _members() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for pyproject in sorted(
+        [*ROOT.glob("packages/*/pyproject.toml"), *ROOT.glob("apps/*/pyproject.toml")]
+    ):
+        found[tomllib.loads(pyproject.read_text())["project"]["name"]] = pyproject.parent
+    return found
+
+
+MEMBERS = _members()
+
+#: DESIGN.md §2 "must not pull": importable modules that must be absent from a member's own env.
+FORBIDDEN: dict[str, tuple[str, ...]] = {
+    "swe-formatcheck": ("torch", "numpy"),
+    "load-router": ("torch",),
+    "deck-evictor": ("torch",),
+    "swe-sandbox": ("torch",),
+    "swe-curate": ("torch",),
+    "cispo-loss": ("transformers",),
+}
+
+
+def _module(package: str) -> str:
+    return package.replace("-", "_")
+
+
+def _sync(session: nox.Session, *args: str) -> None:
+    """Install exactly the locked set that `args` selects into this session's environment."""
+    session.run_install(
+        "uv",
+        "sync",
+        "--locked",
+        *args,
+        env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
+    )
+
+
+def _sync_alone(session: nox.Session, package: str) -> None:
+    _sync(session, f"--package={package}", "--all-extras")
+
+
+def _sync_workspace(session: nox.Session) -> None:
+    _sync(session, "--all-packages", "--all-extras")
+
+
+@nox.session
+@nox.parametrize("package", list(MEMBERS))
+def tests(session: nox.Session, package: str) -> None:
+    """The member's tests in the full workspace environment."""
+    _sync_workspace(session)
+    session.run("pytest", str(MEMBERS[package] / "tests"), *session.posargs)
+
+
+@nox.session
+@nox.parametrize("package", list(MEMBERS))
+def import_alone(session: nox.Session, package: str) -> None:
+    """A fresh environment with only this member and its own dependencies imports it and passes its tests."""
+    _sync_alone(session, package)
+    forbidden = FORBIDDEN.get(package, ())
+    check = (
+        "import importlib.util, sys\n"
+        f"import {_module(package)}\n"
+        f"leaked = [m for m in {forbidden!r} if importlib.util.find_spec(m) is not None]\n"
+        "sys.exit(f'forbidden dependencies installed: {leaked}' if leaked else 0)\n"
+    )
+    # -I (isolated mode) keeps the working directory off sys.path: the import must come from what
+    # was installed into this environment, never from the checkout by accident.
+    session.run("python", "-I", "-c", check)
+    session.run("pytest", str(MEMBERS[package] / "tests"), *session.posargs)
+
+
+@nox.session
+@nox.parametrize("package", list(MEMBERS))
+def typecheck(session: nox.Session, package: str) -> None:
+    """mypy --strict (root config) on the member's sources, in its own environment."""
+    _sync_alone(session, package)
+    session.install("mypy>=1.14")
+    session.run("mypy", str(MEMBERS[package] / "src"))
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff lint and format check over the whole tree."""
+    session.install("ruff>=0.9")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session(venv_backend="none")
+@nox.parametrize("package", list(MEMBERS))
+def build(session: nox.Session, package: str) -> None:
+    """Build the member's sdist and wheel into dist/ and check the wheel ships py.typed."""
+    session.run(
+        "uv", "build", f"--package={package}", "--out-dir", str(ROOT / "dist"), external=True
+    )
+    wheel = max((ROOT / "dist").glob(f"{_module(package)}-*.whl"), key=lambda p: p.stat().st_mtime)
+    names = zipfile.ZipFile(wheel).namelist()
+    if f"{_module(package)}/py.typed" not in names:
+        session.error(f"{wheel.name} does not ship py.typed")
+
+
+@nox.session
+def integration(session: nox.Session) -> None:
+    """Tests that compose several packages (real sandboxes, real tiny model)."""
+    _sync_workspace(session)
+    session.run("pytest", "integration_tests", *session.posargs)
+
+
+@nox.session
+def bench_smoke(session: nox.Session) -> None:
+    """Run every benchmark at its smallest size (`--smoke`) and check it prints one JSON object."""
+    _sync_workspace(session)
+    for script in sorted((ROOT / "benchmarks").glob("*.py")):
+        out = session.run("python", str(script), "--smoke", silent=True)
+        try:
+            json.loads(str(out).strip().splitlines()[-1])
+        except (ValueError, IndexError) as exc:
+            session.error(f"{script.name} did not print a JSON object last: {exc}")
+        session.log(f"{script.name}: ok")
+
+
+@nox.session
+def nightly(session: nox.Session) -> None:
+    """The heavy cases (`slow` marker) across the whole workspace."""
+    _sync_workspace(session)
+    session.run("pytest", "-m", "slow", *session.posargs)
