@@ -1,0 +1,40 @@
+"""Typed errors. Every failure a curation run can meet maps onto one of these, and each one is
+recorded against its task as a rejection reason instead of stopping the run."""
+
+from __future__ import annotations
+
+
+class CurateError(Exception):
+    """Base class of every error raised by swe-curate."""
+
+
+class MalformedRowError(CurateError):
+    """A dataset row is missing a field, has the wrong type, or cannot be parsed."""
+
+
+class PatchFormatError(CurateError):
+    """A text is not a well-formed unified diff."""
+
+
+class PatchApplyError(CurateError):
+    """A unified diff does not apply to the tree it was meant for (context mismatch, missing file)."""
+
+
+class MutationError(CurateError):
+    """A mutator cannot produce a counterfactual for this patch (nothing to mutate, bad source)."""
+
+
+class JudgeError(CurateError):
+    """A judge failed to answer: transport error, protocol violation or unusable reply."""
+
+
+class JudgeTimeoutError(JudgeError):
+    """A judge did not answer within its deadline, after every retry."""
+
+
+class JudgeGarbageError(JudgeError):
+    """A judge answered, but the answer is not what the protocol asks for."""
+
+
+class ScorerError(CurateError):
+    """The scorer (the sandbox grader) could not produce a score for a patch."""

@@ -1,0 +1,383 @@
+"""Wrong-but-plausible counterfactuals by mutating the gold patch (the offline judge's probes).
+
+Each mutator keeps the shape of the gold fix and breaks it the way a shortcut-taking agent
+would: drop part of the fix, invert or weaken its conditions, shift a boundary by one, return
+before the fix runs, or special-case exactly the values the tests use. Mutations are applied
+only at sites on lines the gold patch changed, so every probe is a near miss of the real fix.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from collections.abc import Iterator, Mapping, Sequence
+
+from swe_curate._counterfactual import (
+    Counterfactual,
+    FunctionRewrite,
+    Kind,
+    render_variants,
+    variants_at_sites,
+)
+from swe_curate._diff import count_hunks, drop_hunk
+from swe_curate._source import ChangedFunction, PatchedTree, find_function, splice_function
+
+_NEGATED: dict[type[ast.cmpop], type[ast.cmpop]] = {
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Lt: ast.GtE,
+    ast.GtE: ast.Lt,
+    ast.Gt: ast.LtE,
+    ast.LtE: ast.Gt,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+}
+_BOUNDARY: dict[type[ast.cmpop], type[ast.cmpop]] = {
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+}
+_TESTED = (ast.If, ast.While, ast.IfExp, ast.Assert)
+
+
+def invert_condition(func: ChangedFunction) -> Iterator[tuple[str, ast.AST]]:
+    """``if c`` → ``if not c`` on changed branches and loops."""
+
+    def select(node: ast.AST) -> bool:
+        return isinstance(node, _TESTED) and func.on_changed_line(node.test)
+
+    def transform(node: ast.AST) -> ast.AST:
+        assert isinstance(node, _TESTED)
+        test = node.test
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            node.test = test.operand
+        elif isinstance(test, ast.Compare) and len(test.ops) == 1:
+            test.ops = [_NEGATED[type(test.ops[0])]()]
+        else:
+            node.test = ast.UnaryOp(op=ast.Not(), operand=test)
+        return node
+
+    yield from variants_at_sites(
+        func, select, transform, lambda n: f"inverted condition at line {n.lineno}"
+    )
+
+
+def weaken_condition(func: ChangedFunction) -> Iterator[tuple[str, ast.AST]]:
+    """``a and b`` → ``a`` (each operand dropped in turn); a guarded block made unconditional."""
+    for drop in range(8):
+
+        def select(node: ast.AST) -> bool:
+            return isinstance(node, ast.BoolOp) and func.on_changed_line(node)
+
+        def transform(node: ast.AST, drop: int = drop) -> ast.AST | None:
+            assert isinstance(node, ast.BoolOp)
+            if drop >= len(node.values):
+                return None
+            rest = [v for i, v in enumerate(node.values) if i != drop]
+            return rest[0] if len(rest) == 1 else ast.BoolOp(op=node.op, values=rest)
+
+        yield from variants_at_sites(
+            func, select, transform, lambda n, d=drop: f"dropped operand {d} at line {n.lineno}"
+        )
+
+    def select_if(node: ast.AST) -> bool:
+        return isinstance(node, ast.If) and not node.orelse and func.on_changed_line(node.test)
+
+    def unguard(node: ast.AST) -> ast.AST:
+        assert isinstance(node, ast.If)
+        node.test = ast.Constant(value=True)
+        return node
+
+    yield from variants_at_sites(
+        func, select_if, unguard, lambda n: f"removed the guard at line {n.lineno}"
+    )
+
+
+def off_by_one(func: ChangedFunction) -> Iterator[tuple[str, ast.AST]]:
+    """Integer constants ±1 and strict/non-strict comparisons swapped, on changed lines."""
+
+    def is_int(node: ast.AST) -> bool:
+        return (
+            isinstance(node, ast.Constant)
+            and type(node.value) is int
+            and func.on_changed_line(node)
+        )
+
+    for delta in (1, -1):
+
+        def shift(node: ast.AST, delta: int = delta) -> ast.AST:
+            assert isinstance(node, ast.Constant)
+            node.value = node.value + delta
+            return node
+
+        yield from variants_at_sites(
+            func,
+            is_int,
+            shift,
+            lambda n, d=delta: f"constant {n.value!r} {d:+d} at line {n.lineno}",
+        )
+
+    def is_boundary(node: ast.AST) -> bool:
+        return (
+            isinstance(node, ast.Compare)
+            and len(node.ops) == 1
+            and type(node.ops[0]) in _BOUNDARY
+            and func.on_changed_line(node)
+        )
+
+    def flip(node: ast.AST) -> ast.AST:
+        assert isinstance(node, ast.Compare)
+        node.ops = [_BOUNDARY[type(node.ops[0])]()]
+        return node
+
+    yield from variants_at_sites(
+        func, is_boundary, flip, lambda n: f"boundary shifted at line {n.lineno}"
+    )
+
+
+def return_early(func: ChangedFunction) -> Iterator[tuple[str, ast.AST]]:
+    """Return before the first changed statement of a block, skipping the fix."""
+    returns_value = any(
+        isinstance(n, ast.Return) and n.value is not None for n in ast.walk(func.node)
+    )
+
+    def select(node: ast.AST) -> bool:
+        body = getattr(node, "body", None)
+        return isinstance(body, list) and any(
+            isinstance(s, ast.stmt) and func.on_changed_line(s) for s in body
+        )
+
+    def transform(node: ast.AST) -> ast.AST | None:
+        body: list[ast.stmt] = node.body  # type: ignore[attr-defined]
+        first = next(i for i, s in enumerate(body) if func.on_changed_line(s))
+        if isinstance(body[first], ast.Return):
+            return None
+        value = _next_return_value(body[first:]) if returns_value else None
+        if returns_value and value is None:
+            return None
+        node.body = [*body[:first], ast.Return(value=value), *body[first:]]  # type: ignore[attr-defined]
+        return node
+
+    yield from variants_at_sites(
+        func, select, transform, lambda n: f"early return in the block at line {n.lineno}"
+    )
+
+
+def _next_return_value(stmts: Sequence[ast.stmt]) -> ast.expr | None:
+    for stmt in stmts:
+        if isinstance(stmt, ast.Return) and stmt.value is not None:
+            return copy.deepcopy(stmt.value)
+    return None
+
+
+def drop_statement(func: ChangedFunction) -> Iterator[tuple[str, ast.AST]]:
+    """Delete one statement the gold patch added or changed (``pass`` if the block empties)."""
+    for index in range(64):
+
+        def select(node: ast.AST) -> bool:
+            body = getattr(node, "body", None)
+            return isinstance(body, list) and isinstance(node, ast.stmt | ast.excepthandler)
+
+        def transform(node: ast.AST, index: int = index) -> ast.AST | None:
+            body: list[ast.stmt] = node.body  # type: ignore[attr-defined]
+            if index >= len(body) or not func.on_changed_line(body[index]):
+                return None
+            if isinstance(body[index], ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                return None
+            rest = body[:index] + body[index + 1 :]
+            node.body = rest or [ast.Pass()]  # type: ignore[attr-defined]
+            return node
+
+        yield from variants_at_sites(
+            func, select, transform, lambda n, i=index: f"dropped statement {i} of a changed block"
+        )
+
+
+WRONG_MUTATORS: dict[str, FunctionRewrite] = {
+    "invert_condition": invert_condition,
+    "weaken_condition": weaken_condition,
+    "off_by_one": off_by_one,
+    "return_early": return_early,
+    "drop_statement": drop_statement,
+}
+
+
+def drop_hunks(gold_patch: str) -> list[Counterfactual]:
+    """The gold patch with one hunk left out (only when it has several: else it is the bug)."""
+    n = count_hunks(gold_patch)
+    if n < 2:
+        return []
+    return [
+        Counterfactual(
+            Kind.WRONG, "drop_hunk", f"gold patch without hunk {i}", drop_hunk(gold_patch, i)
+        )
+        for i in range(n)
+    ]
+
+
+def special_case_test_values(
+    tree: PatchedTree, test_sources: Mapping[str, str]
+) -> list[Counterfactual]:
+    """Keep the buggy function, but hard-code the answers the tests check.
+
+    For each changed function ``f`` and each ``assert f(<literals>) == <literal>`` (or
+    ``assertEqual(f(...), ...)``) in the tests, prepend ``if (args) == (values): return
+    expected`` to the *buggy* version of ``f``. This is the textbook shortcut a loose suite
+    rewards: it passes exactly the checked inputs and nothing else.
+    """
+    out: list[Counterfactual] = []
+    for func in tree.changed_functions():
+        buggy_text = tree.buggy.get(func.path)
+        if buggy_text is None:
+            continue
+        buggy_module = ast.parse(buggy_text)
+        buggy_func = find_function(buggy_module, func.qualname)
+        if buggy_func is None:
+            continue
+        cases = _checked_calls(func.node.name, test_sources)
+        guards = [g for g in (_guard(buggy_func, args, kw, exp) for args, kw, exp in cases) if g]
+        if not guards:
+            continue
+        new_func = copy.deepcopy(buggy_func)
+        new_func.body = [*_after_docstring(new_func.body, guards)]
+        new_text = splice_function(buggy_text, buggy_func, new_func)
+        files = {**tree.gold, func.path: new_text}
+        out.append(
+            Counterfactual(
+                Kind.WRONG,
+                "special_case_test_values",
+                f"{func.qualname}: buggy code plus {len(guards)} hard-coded test answer(s)",
+                tree.patch_to(files),
+            )
+        )
+    return out
+
+
+def _after_docstring(body: list[ast.stmt], inserted: list[ast.stmt]) -> list[ast.stmt]:
+    has_doc = (
+        bool(body) and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+    )
+    return [*body[:1], *inserted, *body[1:]] if has_doc else [*inserted, *body]
+
+
+Call = tuple[list[ast.expr], dict[str, ast.expr], ast.expr]
+
+
+def _checked_calls(name: str, test_sources: Mapping[str, str]) -> list[Call]:
+    calls: list[Call] = []
+    for text in test_sources.values():
+        try:
+            module = ast.parse(text)
+        except SyntaxError:
+            continue
+        for node in ast.walk(module):
+            pair = _assert_pair(node)
+            if pair is None:
+                continue
+            call, expected = pair
+            if _called_name(call) == name and _all_literal(
+                [*call.args, *(k.value for k in call.keywords), expected]
+            ):
+                kwargs = {k.arg: k.value for k in call.keywords if k.arg is not None}
+                calls.append((list(call.args), kwargs, expected))
+    return calls
+
+
+def _assert_pair(node: ast.AST) -> tuple[ast.Call, ast.expr] | None:
+    if isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare):
+        cmp = node.test
+        if len(cmp.ops) == 1 and isinstance(cmp.ops[0], ast.Eq | ast.Is):
+            left, right = cmp.left, cmp.comparators[0]
+            if isinstance(left, ast.Call):
+                return left, right
+            if isinstance(right, ast.Call):
+                return right, left
+    if isinstance(node, ast.Call) and _called_name(node) in {
+        "assertEqual",
+        "assertEquals",
+        "assertIs",
+    }:
+        if len(node.args) >= 2 and isinstance(node.args[0], ast.Call):
+            return node.args[0], node.args[1]
+        if len(node.args) >= 2 and isinstance(node.args[1], ast.Call):
+            return node.args[1], node.args[0]
+    return None
+
+
+def _called_name(call: ast.Call) -> str | None:
+    if isinstance(call.func, ast.Name):
+        return call.func.id
+    if isinstance(call.func, ast.Attribute):
+        return call.func.attr
+    return None
+
+
+def _all_literal(nodes: list[ast.expr]) -> bool:
+    for node in nodes:
+        try:
+            ast.literal_eval(node)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return False
+    return True
+
+
+def _guard(
+    func: ast.FunctionDef | ast.AsyncFunctionDef,
+    args: list[ast.expr],
+    kwargs: dict[str, ast.expr],
+    expected: ast.expr,
+) -> ast.stmt | None:
+    params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
+    if params and params[0] in {"self", "cls"}:
+        params = params[1:]
+    if len(args) > len(params):
+        return None
+    bound = dict(zip(params, args, strict=False))
+    for key, value in kwargs.items():
+        if key in bound:
+            return None
+        bound[key] = value
+    if not bound:
+        return ast.Return(value=copy.deepcopy(expected))
+    names = ast.Tuple(elts=[ast.Name(id=k, ctx=ast.Load()) for k in bound], ctx=ast.Load())
+    values = ast.Tuple(elts=[copy.deepcopy(v) for v in bound.values()], ctx=ast.Load())
+    # Compare by type *and* value so that 1 == 1.0 == True do not collapse into one case.
+    test = ast.Compare(
+        left=ast.Tuple(
+            elts=[
+                ast.Tuple(elts=[ast.Call(ast.Name("type", ast.Load()), [n], []), n], ctx=ast.Load())
+                for n in names.elts
+            ],
+            ctx=ast.Load(),
+        ),
+        ops=[ast.Eq()],
+        comparators=[
+            ast.Tuple(
+                elts=[
+                    ast.Tuple(
+                        elts=[ast.Call(ast.Name("type", ast.Load()), [v], []), v], ctx=ast.Load()
+                    )
+                    for v in values.elts
+                ],
+                ctx=ast.Load(),
+            )
+        ],
+    )
+    return ast.If(test=test, body=[ast.Return(value=copy.deepcopy(expected))], orelse=[])
+
+
+def wrong_counterfactuals(
+    tree: PatchedTree,
+    gold_patch: str,
+    test_sources: Mapping[str, str],
+    limit_per_mutator: int = 4,
+) -> list[Counterfactual]:
+    """Every wrong-but-plausible counterfactual the offline judge writes for this task."""
+    return [
+        *special_case_test_values(tree, test_sources),
+        *drop_hunks(gold_patch)[:limit_per_mutator],
+        *render_variants(tree, Kind.WRONG, WRONG_MUTATORS, limit_per_mutator),
+    ]
