@@ -1,0 +1,146 @@
+"""Per-task mutable state and its columnar (JSON-able) form.
+
+The deck keeps one :class:`TaskRecord` per task, indexed by position. Training counters and
+replay counters live side by side but are never mixed: replay probes must not leak into the
+training statistics the eviction rules and the curriculum filter read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from deck_evictor._config import RetireReason
+from deck_evictor._records import ForgettingStat, Retirement, TaskStats
+
+#: Integer counters saved column-wise, in this order.
+COUNTERS: tuple[str, ...] = (
+    "groups",
+    "attempts",
+    "successes",
+    "consecutive_zero",
+    "late_groups",
+    "times_retired",
+    "last_successes",
+    "last_n",
+    "retired_update",
+    "retired_successes",
+    "retired_n",
+    "probes",
+    "replay_attempts",
+    "replay_successes",
+    "last_probe_update",
+    "last_probe_successes",
+    "last_probe_n",
+)
+
+
+@attrs.define(slots=True)
+class TaskRecord:
+    """Everything the deck knows about one task. ``-1`` marks "never" for update/last fields."""
+
+    task_id: str
+    reason: RetireReason | None = None
+    groups: int = 0
+    attempts: int = 0
+    successes: int = 0
+    consecutive_zero: int = 0
+    late_groups: int = 0
+    times_retired: int = 0
+    last_successes: int = -1
+    last_n: int = -1
+    retired_update: int = -1
+    retired_successes: int = 0
+    retired_n: int = 0
+    probes: int = 0
+    replay_attempts: int = 0
+    replay_successes: int = 0
+    last_probe_update: int = -1
+    last_probe_successes: int = -1
+    last_probe_n: int = -1
+
+    def retirement(self) -> Retirement | None:
+        if self.reason is None:
+            return None
+        return Retirement(
+            self.task_id, self.reason, self.retired_update, self.retired_successes, self.retired_n
+        )
+
+    def stats(self) -> TaskStats:
+        return TaskStats(
+            task_id=self.task_id,
+            retirement=self.retirement(),
+            groups=self.groups,
+            attempts=self.attempts,
+            successes=self.successes,
+            consecutive_zero=self.consecutive_zero,
+            late_groups=self.late_groups,
+            times_retired=self.times_retired,
+        )
+
+    def forgetting(self) -> ForgettingStat | None:
+        """Replay evidence since the latest retirement, ``None`` if retired-and-unprobed or active."""
+        if self.reason is None or self.probes == 0:
+            return None
+        return ForgettingStat(
+            task_id=self.task_id,
+            reason=self.reason,
+            retired_update=self.retired_update,
+            retired_rate=self.retired_successes / self.retired_n,
+            probes=self.probes,
+            replay_attempts=self.replay_attempts,
+            replay_successes=self.replay_successes,
+            last_probe_update=self.last_probe_update,
+        )
+
+    def retire(self, reason: RetireReason, update: int, successes: int, n: int) -> Retirement:
+        self.reason = reason
+        self.retired_update = update
+        self.retired_successes = successes
+        self.retired_n = n
+        self.times_retired += 1
+        # Replay evidence is about *this* retirement; a re-retired task starts a fresh record.
+        self.probes = self.replay_attempts = self.replay_successes = 0
+        self.last_probe_update = self.last_probe_successes = self.last_probe_n = -1
+        retirement = self.retirement()
+        assert retirement is not None
+        return retirement
+
+    def reactivate(self) -> None:
+        self.reason = None
+        self.consecutive_zero = 0
+
+
+def to_columns(records: list[TaskRecord]) -> dict[str, Any]:
+    """Column-wise JSON-able form: one list per field, compact and fast to (de)serialise."""
+    columns: dict[str, Any] = {
+        "task_ids": [r.task_id for r in records],
+        "reason": [None if r.reason is None else r.reason.value for r in records],
+    }
+    for name in COUNTERS:
+        columns[name] = [getattr(r, name) for r in records]
+    return columns
+
+
+def from_columns(columns: dict[str, Any]) -> list[TaskRecord]:
+    """Inverse of :func:`to_columns`; raises ``KeyError``/``TypeError``/``ValueError`` if malformed."""
+    task_ids = columns["task_ids"]
+    if not isinstance(task_ids, list) or not all(isinstance(t, str) for t in task_ids):
+        raise TypeError("task_ids must be a list of str")
+    length = len(task_ids)
+    reasons = columns["reason"]
+    counters = {name: columns[name] for name in COUNTERS}
+    for name, values in (("reason", reasons), *counters.items()):
+        if not isinstance(values, list) or len(values) != length:
+            raise ValueError(f"column {name!r} does not match the {length} task ids")
+    records = []
+    for i, task_id in enumerate(task_ids):
+        record = TaskRecord(task_id, None if reasons[i] is None else RetireReason(reasons[i]))
+        for name, values in counters.items():
+            value = values[i]
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"column {name!r} holds a non-integer")
+            setattr(record, name, value)
+        records.append(record)
+    return records
