@@ -1,5 +1,32 @@
-"""The CISPO objective with IcePop masking, memory-bounded log-probs and mismatch metrics."""
+"""The CISPO objective with IcePop masking, memory-bounded log-probs and mismatch metrics.
 
+Seed 000 §5 / seed 002 §4.2 of the Arctic-SWE recipe: group-centred advantages, the importance
+weight as a detached coefficient (CISPO), tokens whose weight leaves ``[0, 2.0]`` masked (IcePop),
+token mean over the whole batch with a global normaliser, and log-probs computed from hidden
+states in tiles so long trajectories never materialise ``TxV`` logits.
+"""
+
+from cispo_loss._advantages import group_advantages, length_penalty, shape_rewards
+from cispo_loss._config import LengthPenalty, LossConfig, RewardShaping
+from cispo_loss._errors import CispoError, ConfigError, InputError
+from cispo_loss._logprobs import TokenLogprobs, token_logprobs
+from cispo_loss._loss import LossOutput, cispo_loss, default_normalizer
 from cispo_loss._version import __version__
 
-__all__ = ["__version__"]
+__all__ = [
+    "CispoError",
+    "ConfigError",
+    "InputError",
+    "LengthPenalty",
+    "LossConfig",
+    "LossOutput",
+    "RewardShaping",
+    "TokenLogprobs",
+    "__version__",
+    "cispo_loss",
+    "default_normalizer",
+    "group_advantages",
+    "length_penalty",
+    "shape_rewards",
+    "token_logprobs",
+]
