@@ -1,0 +1,97 @@
+"""The ``hermes`` dialect: a strict JSON object inside the envelope.
+
+Canonical body::
+
+    <tool_call>
+    {"name": "NAME", "arguments": {"P": "VALUE", ...}}
+    </tool_call>
+
+The body is everything up to the first ``</tool_call>`` (as in every public Hermes parser);
+`render_turn` writes a literal ``</tool_call>`` inside a string as ``<\\/tool_call>``, which JSON
+reads back as the same string. Strictness beyond `json.loads`: duplicate keys are rejected at
+every level (``json.loads`` silently keeps the last), ``NaN``/``Infinity`` are rejected, the
+object has exactly the keys ``name`` and ``arguments``, and every argument value is a string.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from swe_formatcheck._codes import Code
+from swe_formatcheck._lexer import CALL_CLOSE, CALL_OPEN, HERMES_CALL_MARKERS
+from swe_formatcheck._scan import TurnScanner
+
+
+class _Object(dict[str, Any]):
+    """A decoded JSON object that remembers which of its keys were repeated."""
+
+    duplicates: tuple[str, ...] = ()
+
+
+def _object_hook(pairs: list[tuple[str, Any]]) -> _Object:
+    obj = _Object(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        repeated: list[str] = []
+        for key, _ in pairs:
+            if key in seen:
+                repeated.append(key)
+            seen.add(key)
+        obj.duplicates = tuple(repeated)
+    return obj
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+class HermesDialect:
+    """Parser for the ``hermes`` body (see the module docstring)."""
+
+    call_markers: tuple[str, ...] = HERMES_CALL_MARKERS
+
+    def parse_envelope(self, scanner: TurnScanner, pos: int) -> int:
+        """Parse from just after ``<tool_call>``; return the index after ``</tool_call>``."""
+        at, marker = scanner.finder.find(pos, (CALL_CLOSE,))
+        envelope_at = pos - len(CALL_OPEN)
+        if marker is None:
+            scanner.flag(Code.ENVELOPE_UNCLOSED, envelope_at, "<tool_call> never closed")
+            return len(scanner.text)
+        self._call(scanner, scanner.text[pos:at], envelope_at)
+        return at + len(marker)
+
+    @staticmethod
+    def _call(scanner: TurnScanner, body: str, offset: int) -> None:
+        try:
+            decoded = json.loads(
+                body, object_pairs_hook=_object_hook, parse_constant=_reject_constant
+            )
+        except (ValueError, RecursionError) as exc:
+            # ValueError covers JSONDecodeError and the int-digits limit; RecursionError is
+            # what the C scanner raises on deep nesting such as a megabyte of "[".
+            scanner.flag(Code.INVALID_JSON, offset, f"not JSON: {type(exc).__name__}")
+            return
+        if not isinstance(decoded, _Object):
+            scanner.flag(Code.NON_OBJECT_JSON, offset, "the call must be a JSON object")
+            return
+        if decoded.duplicates:
+            scanner.flag(Code.DUPLICATE_KEY, offset, f"repeated key {decoded.duplicates[0]!r}")
+        name, arguments = decoded.get("name"), decoded.get("arguments")
+        if set(decoded) != {"name", "arguments"} or not isinstance(name, str):
+            scanner.flag(
+                Code.MALFORMED_CALL, offset, 'the call must be {"name": str, "arguments": {...}}'
+            )
+        if "arguments" in decoded and not isinstance(arguments, _Object):
+            scanner.flag(Code.NON_OBJECT_JSON, offset, "arguments must be a JSON object")
+        if not isinstance(name, str):
+            return
+        pairs: list[tuple[str, str | None]] = []
+        if isinstance(arguments, _Object):
+            for key in arguments.duplicates:
+                pairs.append((key, None))
+            for key, value in arguments.items():
+                if not isinstance(value, str):
+                    scanner.flag(Code.NON_STRING_ARGUMENT, offset, f"{key!r} is not a string")
+                pairs.append((key, value if isinstance(value, str) else None))
+        scanner.check_call(name, pairs, offset)

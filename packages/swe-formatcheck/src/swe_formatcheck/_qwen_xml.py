@@ -1,0 +1,159 @@
+"""The ``qwen3_coder`` dialect: the XML-ish call body of Qwen3-Coder / Qwen3.5.
+
+Canonical body (what the Qwen chat template renders and the model emits)::
+
+    <tool_call>
+    <function=NAME>
+    <parameter=P>
+    VALUE
+    </parameter>
+    </function>
+    </tool_call>
+
+Values are exact: the body of a parameter is everything between ``<parameter=P>`` and the first
+``</parameter>``, minus exactly one ``\\n`` right after the opening tag and one right before the
+closing tag (both must be there). Nothing else is stripped, so indentation, inner and trailing
+blank lines, trailing spaces and any ``<``/``>`` text survive. The six call-markup strings cannot
+appear in a value: public parsers (vLLM's ``qwen3_coder``, SGLang's) end the value, function or
+envelope at them, so accepting them would let the executed call differ from the checked one.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from swe_formatcheck._codes import Code
+from swe_formatcheck._lexer import (
+    CALL_CLOSE,
+    CALL_OPEN,
+    FUNC_CLOSE,
+    FUNC_OPEN,
+    PARAM_CLOSE,
+    PARAM_OPEN,
+    THINK_MARKERS,
+    XML_CALL_MARKERS,
+    read_tag_name,
+)
+from swe_formatcheck._scan import TurnScanner
+
+_ENVELOPE: Final = 0
+_FUNCTION: Final = 1
+_ALL_MARKERS = (*XML_CALL_MARKERS, *THINK_MARKERS)
+
+
+class _Function:
+    """One ``<function=NAME>`` being read: its name and parameters in order."""
+
+    __slots__ = ("name", "offset", "pairs")
+
+    def __init__(self, name: str | None, offset: int) -> None:
+        self.name = name
+        self.offset = offset
+        self.pairs: list[tuple[str, str | None]] = []
+
+
+class QwenXmlDialect:
+    """Parser for the ``qwen3_coder`` body (see the module docstring for the grammar)."""
+
+    call_markers: tuple[str, ...] = XML_CALL_MARKERS
+
+    def parse_envelope(self, scanner: TurnScanner, pos: int) -> int:
+        """Parse from just after ``<tool_call>``; return the index after ``</tool_call>``."""
+        text = scanner.text
+        envelope_at = pos - len(CALL_OPEN)
+        state = _ENVELOPE
+        function: _Function | None = None
+        functions = 0
+        while True:
+            at, marker = scanner.finder.find(pos, _ALL_MARKERS)
+            if not (pos >= at or text[pos:at].isspace()):
+                scanner.flag(Code.STRAY_TEXT, pos, "text inside the envelope outside any value")
+            if marker is None:
+                if function is not None:
+                    self._end_function(scanner, function, closed=False)
+                scanner.flag(Code.ENVELOPE_UNCLOSED, envelope_at, "<tool_call> never closed")
+                return len(text)
+            after = at + len(marker)
+            if marker == CALL_CLOSE:
+                if function is not None:
+                    self._end_function(scanner, function, closed=False)
+                elif not functions:
+                    scanner.flag(Code.FUNCTION_MISSING, at, "envelope without <function=NAME>")
+                return after
+            if state == _FUNCTION and function is not None:
+                if marker == PARAM_OPEN:
+                    pos = self._parameter(scanner, function, at, after)
+                    continue
+                if marker == FUNC_CLOSE:
+                    self._end_function(scanner, function, closed=True)
+                    function, state, pos = None, _ENVELOPE, after
+                    continue
+            elif marker == FUNC_OPEN:
+                functions += 1
+                if functions == 2:
+                    scanner.flag(Code.MULTIPLE_CALLS, at, "a second <function=...> in the call")
+                name, pos = self._tag_name(scanner, at, after)
+                function, state = _Function(name, at), _FUNCTION
+                continue
+            pos = self._misplaced(scanner, marker, at, after)
+
+    @staticmethod
+    def _tag_name(scanner: TurnScanner, at: int, after: int) -> tuple[str | None, int]:
+        name, pos = read_tag_name(scanner.text, after)
+        if name is None:
+            scanner.flag(Code.MALFORMED_TAG, at, "tag name missing, blank or not closed by >")
+        return name, pos
+
+    @staticmethod
+    def _misplaced(scanner: TurnScanner, marker: str, at: int, after: int) -> int:
+        """A marker that is not allowed where it stands; return where to resume."""
+        if marker in THINK_MARKERS:
+            scanner.flag(Code.REASONING_MISPLACED, at, f"{marker} inside the tool-call envelope")
+        elif marker in (CALL_OPEN, FUNC_OPEN):
+            scanner.flag(Code.NESTED_TAG, at, f"{marker} inside an open element")
+        else:
+            scanner.flag(Code.STRAY_TAG, at, f"{marker} with nothing open to close")
+        if marker == FUNC_OPEN:
+            _, after = read_tag_name(scanner.text, after)
+        return after
+
+    def _parameter(self, scanner: TurnScanner, function: _Function, at: int, after: int) -> int:
+        """Read one parameter from just after ``<parameter=``; return where to resume."""
+        text = scanner.text
+        name, pos = self._tag_name(scanner, at, after)
+        body_start = pos
+        while True:
+            # Reasoning tags are plain text inside a value (an edited file may contain them).
+            close_at, marker = scanner.finder.find(pos, XML_CALL_MARKERS)
+            if marker == PARAM_CLOSE:
+                body = text[body_start:close_at]
+                value: str | None = _exact_value(scanner, body, at)
+                pos = close_at + len(marker)
+                break
+            if marker in (CALL_OPEN, FUNC_OPEN):
+                scanner.flag(Code.NESTED_TAG, close_at, f"{marker} inside a parameter value")
+                pos = close_at + len(marker)
+                continue
+            # </function>, </tool_call>, <parameter= or the end: the value was never closed.
+            scanner.flag(Code.PARAMETER_UNCLOSED, at, "<parameter=...> never closed")
+            value, pos = None, close_at
+            break
+        if name is not None:
+            function.pairs.append((name, value))
+        return pos
+
+    @staticmethod
+    def _end_function(scanner: TurnScanner, function: _Function, *, closed: bool) -> None:
+        if not closed:
+            scanner.flag(Code.FUNCTION_UNCLOSED, function.offset, "<function=...> never closed")
+        scanner.check_call(function.name, function.pairs, function.offset)
+
+
+def _exact_value(scanner: TurnScanner, body: str, at: int) -> str:
+    """Strip the one canonical newline on each side; flag a body without them."""
+    if len(body) >= 2 and body[0] == "\n" and body[-1] == "\n":
+        return body[1:-1]
+    scanner.flag(
+        Code.MALFORMED_PARAMETER, at, "a value must start and end with one newline (canonical)"
+    )
+    return body

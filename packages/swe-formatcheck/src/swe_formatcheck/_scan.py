@@ -1,0 +1,161 @@
+"""The dialect-independent layers of a turn: reasoning block, envelope placement, call count.
+
+Grammar of a valid turn (``ws`` is any whitespace)::
+
+    turn      := ws* [reasoning ws*] envelope ws*
+    reasoning := "<think>" TEXT "</think>"      (the "<think>" is absent from raw when pre-filled)
+    envelope  := "<tool_call>" BODY "</tool_call>"   (BODY is dialect-specific)
+
+The dialect module parses BODY and reports the call through `TurnScanner.check_call`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+from swe_formatcheck._codes import Code
+from swe_formatcheck._lexer import CALL_OPEN, THINK_CLOSE, THINK_MARKERS, THINK_OPEN, MarkerFinder
+from swe_formatcheck._tools import ToolSpec
+from swe_formatcheck._verdict import Violation
+
+
+class Dialect(Protocol):
+    """How one tool-call dialect parses the inside of ``<tool_call>...</tool_call>``."""
+
+    #: The call markup of the dialect, flagged when it appears inside reasoning.
+    call_markers: tuple[str, ...]
+
+    def parse_envelope(self, scanner: TurnScanner, pos: int) -> int:
+        """Parse from just after ``<tool_call>``; return the index after ``</tool_call>``."""
+        ...
+
+
+class TurnScanner:
+    """One pass over one raw turn, collecting violations and the first call."""
+
+    def __init__(self, text: str, dialect: Dialect, tools: Mapping[str, ToolSpec]) -> None:
+        self.text = text
+        self.dialect = dialect
+        self.tools = tools
+        self.finder = MarkerFinder(text, (*dialect.call_markers, *THINK_MARKERS))
+        self._violations: dict[Code, Violation] = {}
+        self.call: tuple[str, dict[str, str]] | None = None
+        self.reasoning: str | None = None
+        self._top_markers = (*THINK_MARKERS, *dialect.call_markers)
+        self._reasoning_markers = self._top_markers
+
+    # -- bookkeeping
+
+    def flag(self, code: Code, offset: int, detail: str) -> None:
+        """Record a violation; only the first occurrence of each code is kept."""
+        if code not in self._violations:
+            self._violations[code] = Violation(code, offset, detail)
+
+    @property
+    def violations(self) -> tuple[Violation, ...]:
+        """The violations found so far, in the order first found."""
+        return tuple(self._violations.values())
+
+    def check_call(
+        self, name: str | None, pairs: list[tuple[str, str | None]], offset: int
+    ) -> None:
+        """Check one parsed call against the tools; the first call checked becomes `call`.
+
+        `pairs` are the parameters in order; a value of ``None`` means it could not be read
+        (its violation is already flagged) but its name still counts for duplicate checks.
+        """
+        spec = self.tools.get(name) if name is not None else None
+        if name is not None and spec is None:
+            self.flag(Code.UNKNOWN_FUNCTION, offset, f"no tool named {name!r}")
+        arguments: dict[str, str] = {}
+        seen: set[str] = set()
+        for param, value in pairs:
+            if param in seen:
+                self.flag(Code.DUPLICATE_PARAMETER, offset, f"parameter {param!r} given twice")
+            seen.add(param)
+            if spec is not None and param not in spec.parameters:
+                self.flag(Code.UNKNOWN_PARAMETER, offset, f"{name} has no parameter {param!r}")
+            if value is not None:
+                arguments.setdefault(param, value)
+        if spec is not None:
+            missing = [param for param in spec.required if param not in seen]
+            if missing:
+                self.flag(Code.MISSING_PARAMETER, offset, f"{name} needs {', '.join(missing)}")
+        if self.call is None and name is not None:
+            self.call = (name, arguments)
+
+    # -- the layers
+
+    def run(self, *, think_prefilled: bool) -> None:
+        """Scan the whole turn (the caller has already ruled out an empty one)."""
+        pos = 0
+        if think_prefilled:
+            pos, body = self._consume_reasoning(0)
+            self.reasoning = body[:-1] if body.endswith("\n") else body
+        else:
+            start = len(self.text) - len(self.text.lstrip())
+            if self.text.startswith(THINK_OPEN, start):
+                pos, body = self._consume_reasoning(start + len(THINK_OPEN))
+                self.reasoning = _strip_one_newline(body)
+        self._top_level(pos)
+
+    def _consume_reasoning(self, pos: int) -> tuple[int, str]:
+        """Read a reasoning body from `pos`; return (index after ``</think>``, body)."""
+        start = pos
+        while True:
+            at, marker = self.finder.find(pos, self._reasoning_markers)
+            if marker is None:
+                self.flag(Code.REASONING_UNCLOSED, start, "<think> is never closed by </think>")
+                return len(self.text), self.text[start:]
+            if marker == THINK_CLOSE:
+                return at + len(marker), self.text[start:at]
+            if marker == THINK_OPEN:
+                self.flag(Code.REASONING_DUPLICATE, at, "<think> inside a reasoning block")
+            else:
+                self.flag(Code.CALL_IN_REASONING, at, f"{marker} inside a reasoning block")
+            pos = at + len(marker)
+
+    def _top_level(self, pos: int) -> None:
+        envelopes = 0
+        text_seen = False
+        while True:
+            at, marker = self.finder.find(pos, self._top_markers)
+            if not _blank(self.text, pos, at):
+                text_seen = True
+                code = Code.TEXT_AFTER_CALL if envelopes else Code.TEXT_BEFORE_CALL
+                self.flag(code, pos, f"text {'after' if envelopes else 'before'} the tool call")
+            if marker is None:
+                break
+            after = at + len(marker)
+            if marker == CALL_OPEN:
+                envelopes += 1
+                if envelopes == 2:
+                    self.flag(Code.MULTIPLE_CALLS, at, "a second <tool_call>")
+                pos = self.dialect.parse_envelope(self, after)
+            elif marker == THINK_OPEN:
+                fresh = self.reasoning is not None and not envelopes and not text_seen
+                if fresh:
+                    self.flag(Code.REASONING_DUPLICATE, at, "a second reasoning block")
+                else:
+                    self.flag(Code.REASONING_MISPLACED, at, "<think> after text or the call")
+                pos, _ = self._consume_reasoning(after)
+            else:
+                self.flag(Code.STRAY_TAG, at, f"{marker} outside a tool-call envelope")
+                pos = after
+        if not envelopes:
+            self.flag(Code.NO_CALL, len(self.text), "no <tool_call> outside reasoning")
+
+
+def _blank(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` is empty or whitespace only."""
+    return start >= end or text[start:end].isspace()
+
+
+def _strip_one_newline(body: str) -> str:
+    """Remove the one canonical newline on each side, if present."""
+    if body.startswith("\n"):
+        body = body[1:]
+    if body.endswith("\n"):
+        body = body[:-1]
+    return body
