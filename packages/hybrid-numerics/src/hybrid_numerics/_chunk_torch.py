@@ -1,0 +1,154 @@
+"""Vectorised PyTorch chunk path (training / prefill) with the state in FP32.
+
+The WY / UT-transform form of the gated delta rule (Yang et al., "Gated Delta Networks" §3;
+fla's ``chunk_gated_delta_rule``). Within a chunk of ``C`` tokens with in-chunk cumulative decay
+``c_i = sum_{j<=i} g_j`` and lower-triangular ``D_ij = exp(c_i - c_j)`` (i >= j):
+
+    A  = strict_lower(diag(β) K K^T ⊙ D)               # the UT system, [C, C]
+    u  = (I + A)^-1 diag(β) V                          # pseudo values,  [C, V]
+    w  = (I + A)^-1 diag(β) (K ⊙ exp(c))               # decayed keys,   [C, K]
+    O  = (Q K^T ⊙ D) (u - w S) + (Q ⊙ exp(c)) S         # S: state entering the chunk
+    S' = exp(c_C) S + (K ⊙ exp(c_C - c))^T (u - w S)
+
+Everything that does not depend on ``S`` is computed for all chunks at once. The sequential
+part is reduced to ``S' = M S + R`` with ``M = exp(c_C) I - Kd^T w`` and ``R = Kd^T u``: one
+``[K, K] @ [K, V]`` product per chunk in the Python loop (over chunks, never over tokens). The
+per-chunk states are kept (FP32) and the outputs are then ``attn u + (Q ⊙ exp(c) - attn w) S``,
+again batched. q/k-side products are formed once per q/k head and shared by its value heads.
+
+Backward is autograd through these tensor ops (``solve_triangular``, ``cumsum`` and matmuls are
+all differentiable), which yields dq, dk, dv, dg, dbeta and d initial_state.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from hybrid_numerics._validate import GDNShapes
+from hybrid_numerics._varlen import pad_packed, seq_bounds, unpad_packed
+from hybrid_numerics.reference import l2norm
+
+CHUNK_SIZE = 64
+
+
+def compute_dtype(x: torch.Tensor) -> torch.dtype:
+    """FP32 arithmetic for every activation dtype; FP64 only for FP64 input (oracle runs)."""
+    return torch.float64 if x.dtype == torch.float64 else torch.float32
+
+
+def chunk_torch(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor,
+    beta: torch.Tensor,
+    shapes: GDNShapes,
+    *,
+    scale: float,
+    initial_state: torch.Tensor | None,
+    output_final_state: bool,
+    cu_seqlens: torch.Tensor | None,
+    use_qk_l2norm: bool,
+    chunk_size: int = CHUNK_SIZE,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Chunked gated delta rule; returns ``o: [B, T, HV, V]`` and ``final: [N, HV, K, V]`` in
+    the compute dtype (FP32, or FP64 for FP64 input). Inputs are already validated."""
+    if cu_seqlens is not None:
+        bounds = seq_bounds(cu_seqlens)
+        q, k, v, g, beta = (pad_packed(x, bounds) for x in (q, k, v, g, beta))
+    o, final = _chunk_batched(
+        q, k, v, g, beta, shapes, scale, initial_state, use_qk_l2norm, chunk_size
+    )
+    if cu_seqlens is not None:
+        o = unpad_packed(o, bounds)
+    return o, (final if output_final_state else None)
+
+
+def _chunk_batched(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor,
+    beta: torch.Tensor,
+    shapes: GDNShapes,
+    scale: float,
+    initial_state: torch.Tensor | None,
+    use_qk_l2norm: bool,
+    C: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    cd = compute_dtype(q)
+    B, T = q.shape[0], q.shape[1]
+    H, G, K, V = shapes.H, shapes.group, shapes.K, shapes.V
+    NC = -(-T // C)
+    pad = NC * C - T
+    q, k, v, g, beta = (x.to(cd) for x in (q, k, v, g, beta))
+    if use_qk_l2norm:
+        q, k = l2norm(q), l2norm(k)
+    q = q * scale
+    # [B, T, H, K] -> [B, H, 1, NC, C, K]; [B, T, HV, V] -> [B, H, G, NC, C, V]; the singleton
+    # axis lets one q/k head's products broadcast over its G value heads.
+    qc, kc = (_to_chunks(x, pad, NC, C).unsqueeze(2) for x in (q, k))
+    vc = _to_chunks(v, pad, NC, C).reshape(B, H, G, NC, C, V)
+    gc = _to_chunks(g.unsqueeze(-1), pad, NC, C).reshape(B, H, G, NC, C)
+    bc = _to_chunks(beta.unsqueeze(-1), pad, NC, C).reshape(B, H, G, NC, C)
+
+    gamma = gc.cumsum(-1)  # in-chunk cumulative log decay
+    lower = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()
+    # Mask before exp: entries above the diagonal would be exp(positive) and may overflow.
+    decay = torch.exp(
+        (gamma[..., :, None] - gamma[..., None, :]).masked_fill(~lower, float("-inf"))
+    )
+    kk = kc @ kc.transpose(-1, -2)  # [B, H, 1, NC, C, C], shared by the G value heads
+    system = (bc[..., :, None] * kk * decay).tril(-1)
+    rhs = torch.cat([bc[..., None] * vc, bc[..., None] * kc * gamma.exp()[..., None]], dim=-1)
+    # unitriangular: the unit diagonal of (I + A) is implied, the strict lower part is A.
+    uw = torch.linalg.solve_triangular(system, rhs, upper=False, unitriangular=True)
+    u, w = uw[..., :V], uw[..., V:]
+
+    gamma_last = gamma[..., -1:]
+    kd = kc * torch.exp(gamma_last - gamma)[..., None]  # keys decayed to the chunk end
+    kd_t = kd.transpose(-1, -2)
+    eye = torch.eye(K, dtype=cd, device=q.device)
+    transition = gamma_last.exp()[..., None] * eye - kd_t @ w  # M: [B, H, G, NC, K, K]
+    inject = kd_t @ u  # R: [B, H, G, NC, K, V]
+    states = _scan_states(transition, inject, initial_state, shapes, B, cd)
+
+    attn = (qc @ kc.transpose(-1, -2)) * decay  # [B, H, G, NC, C, C] incl. the diagonal
+    qd = qc * gamma.exp()[..., None]
+    o = attn @ u + (qd - attn @ w) @ states[:, :, :, :NC]
+    o = o.reshape(B, H * G, NC * C, V)[:, :, :T].transpose(1, 2)
+    final = states[:, :, :, NC].reshape(B, H * G, K, V)
+    return o, final
+
+
+def _to_chunks(x: torch.Tensor, pad: int, NC: int, C: int) -> torch.Tensor:
+    """``[B, T, heads, D]`` -> ``[B, heads, NC, C, D]`` (zero-padded at the end)."""
+    x = x.transpose(1, 2)
+    if pad:
+        x = torch.nn.functional.pad(x, (0, 0, 0, pad))
+    return x.reshape(x.shape[0], x.shape[1], NC, C, x.shape[-1])
+
+
+def _scan_states(
+    transition: torch.Tensor,
+    inject: torch.Tensor,
+    initial_state: torch.Tensor | None,
+    shapes: GDNShapes,
+    B: int,
+    cd: torch.dtype,
+) -> torch.Tensor:
+    """``S_{c+1} = M_c S_c + R_c``; returns all ``NC + 1`` states ``[B, H, G, NC + 1, K, V]``."""
+    H, G, K, V = shapes.H, shapes.group, shapes.K, shapes.V
+    if initial_state is None:
+        state = inject.new_zeros(B, H, G, K, V)
+    else:
+        state = initial_state.to(cd).reshape(B, H, G, K, V)
+    states = [state]
+    for c in range(transition.shape[3]):
+        state = torch.baddbmm(
+            inject[:, :, :, c].reshape(-1, K, V),
+            transition[:, :, :, c].reshape(-1, K, K),
+            state.reshape(-1, K, V),
+        ).reshape(B, H, G, K, V)
+        states.append(state)
+    return torch.stack(states, dim=3)

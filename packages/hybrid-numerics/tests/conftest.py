@@ -1,0 +1,65 @@
+"""Shared test helpers: random Gated DeltaNet inputs and the RMS-relative error metric.
+
+The Triton kernels are tested on CPU tensors through Triton's interpreter. ``triton.jit``
+decides between compiling and interpreting when a kernel is *defined*, so the switch has to be
+set before :mod:`hybrid_numerics._triton_*` is first imported - i.e. here, at collection.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+import torch
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
+@dataclass(frozen=True)
+class GDNInputs:
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    g: torch.Tensor
+    beta: torch.Tensor
+    h0: torch.Tensor
+
+    def cast(self, dtype: torch.dtype, requires_grad: bool = False) -> GDNInputs:
+        return GDNInputs(
+            *(x.detach().to(dtype).requires_grad_(requires_grad) for x in self.tensors())
+        )
+
+    def tensors(self) -> tuple[torch.Tensor, ...]:
+        return (self.q, self.k, self.v, self.g, self.beta, self.h0)
+
+
+def make_gdn_inputs(
+    B: int, T: int, H: int, HV: int, K: int, V: int, *, seed: int = 0, N: int | None = None
+) -> GDNInputs:
+    """Inputs with fla's test statistics: log-sigmoid decays, beta in (0, 1), unit-ish q/k/v."""
+    gen = torch.Generator().manual_seed(seed)
+    f64 = torch.float64
+
+    def randn(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, generator=gen, dtype=f64)
+
+    g = torch.nn.functional.logsigmoid(randn(B, T, HV))
+    beta = torch.rand(B, T, HV, generator=gen, dtype=f64)
+    n = B if N is None else N
+    return GDNInputs(
+        randn(B, T, H, K), randn(B, T, H, K), randn(B, T, HV, V), g, beta, randn(n, HV, K, V)
+    )
+
+
+def rms_rel(actual: torch.Tensor, expected: torch.Tensor) -> float:
+    """RMS-relative error ``||a - e||_2 / ||e||_2`` in float64."""
+    a, e = actual.detach().double(), expected.detach().double()
+    return float((a - e).norm() / e.norm().clamp_min(1e-300))
+
+
+@pytest.fixture
+def gdn_inputs() -> Callable[..., GDNInputs]:
+    return make_gdn_inputs
