@@ -1,5 +1,88 @@
 """Least-loaded group placement, resident caps, policy-version bookkeeping and the weight-refresh protocol."""
 
+from load_router._engine import Engine, GenerateRequest, GenerateResult
+from load_router._errors import (
+    ConfigError,
+    DuplicateEngineError,
+    EngineFailedError,
+    GroupTooLargeError,
+    InvalidCapError,
+    InvalidGroupSizeError,
+    LeaseClosedError,
+    LeaseDrainedError,
+    NoEngineAvailableError,
+    NoEnginesError,
+    RefreshInProgressError,
+    RetryableError,
+    RouterError,
+    StaleVersionError,
+    UnknownEngineError,
+)
+from load_router._lease import Lease, LeaseState
+from load_router._policies import (
+    LeastLoaded,
+    PlacementIndex,
+    PlacementPolicy,
+    RoundRobin,
+    SessionHash,
+    stable_hash,
+)
+from load_router._router import (
+    EngineSnapshot,
+    EngineState,
+    RefreshReport,
+    Router,
+    RouterSnapshot,
+)
+from load_router._simulate import SimConfig, SimResult, simulate
 from load_router._version import __version__
+from load_router._versions import (
+    GroupRecord,
+    PolicyClock,
+    Screened,
+    TokenVersions,
+    UpdateLagStats,
+)
 
-__all__ = ["__version__"]
+__all__ = [
+    "ConfigError",
+    "DuplicateEngineError",
+    "Engine",
+    "EngineFailedError",
+    "EngineSnapshot",
+    "EngineState",
+    "GenerateRequest",
+    "GenerateResult",
+    "GroupRecord",
+    "GroupTooLargeError",
+    "InvalidCapError",
+    "InvalidGroupSizeError",
+    "Lease",
+    "LeaseClosedError",
+    "LeaseDrainedError",
+    "LeaseState",
+    "LeastLoaded",
+    "NoEngineAvailableError",
+    "NoEnginesError",
+    "PlacementIndex",
+    "PlacementPolicy",
+    "PolicyClock",
+    "RefreshInProgressError",
+    "RefreshReport",
+    "RetryableError",
+    "RoundRobin",
+    "Router",
+    "RouterError",
+    "RouterSnapshot",
+    "Screened",
+    "SessionHash",
+    "SimConfig",
+    "SimResult",
+    "StaleVersionError",
+    "TokenVersions",
+    "UnknownEngineError",
+    "UpdateLagStats",
+    "__version__",
+    "simulate",
+    "stable_hash",
+]

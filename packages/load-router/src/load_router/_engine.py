@@ -1,0 +1,93 @@
+"""The :class:`Engine` protocol: everything the router needs from an inference engine.
+
+Concrete engines (an in-process torch engine, a vLLM server behind HTTP) live in the application;
+this module only fixes the contract they must honour (DESIGN.md §3 "load-router", paper §3.3).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import attrs
+
+from load_router._errors import ConfigError
+
+
+def _non_negative_ints(_inst: object, attr: attrs.Attribute[object], value: object) -> None:
+    if not isinstance(value, tuple) or not all(isinstance(t, int) and t >= 0 for t in value):
+        raise ConfigError(f"{attr.name} must be a tuple of non-negative token ids")
+
+
+@attrs.frozen
+class GenerateRequest:
+    """One assistant turn to sample for one rollout of a leased group.
+
+    ``prompt_ids`` is the rollout's *whole retained history* as token ids (never re-tokenised
+    text, DESIGN.md §5), so an engine that lost its cache can always re-prefill from it.
+    """
+
+    rollout_index: int = attrs.field(validator=attrs.validators.ge(0))
+    prompt_ids: tuple[int, ...] = attrs.field(converter=tuple, validator=_non_negative_ints)
+    max_new_tokens: int = attrs.field(validator=attrs.validators.ge(1))
+
+
+@attrs.frozen
+class GenerateResult:
+    """What the engine sampled for one turn.
+
+    ``token_ids`` and ``logprobs`` have the same length T (one rollout log-prob per sampled
+    token); ``policy_version`` is the weight version every one of those T tokens was sampled
+    under. A single version per turn is sound because the router never lets a refresh overlap a
+    generate call (see :meth:`load_router.Router.refresh`).
+    """
+
+    token_ids: tuple[int, ...] = attrs.field(converter=tuple, validator=_non_negative_ints)
+    logprobs: tuple[float, ...] = attrs.field(converter=tuple)
+    policy_version: int = attrs.field(validator=attrs.validators.ge(0))
+
+    def __attrs_post_init__(self) -> None:
+        if len(self.logprobs) != len(self.token_ids):
+            raise ConfigError(
+                f"{len(self.token_ids)} tokens but {len(self.logprobs)} log-probs in a result"
+            )
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """An inference engine the router can place groups on.
+
+    Contract:
+
+    * ``engine_id`` — stable, unique identity (the router's registry key).
+    * ``capacity`` — the most sequences the engine can keep resident (KV/recurrent cache slots);
+      read once when the engine is registered. The router's effective cap for the engine is
+      ``min(capacity, max_resident_per_engine)``.
+    * ``in_flight`` — the sequences the engine currently holds, for monitoring. The router places
+      by its *own* lease accounting (exact and O(1)); it reports this value next to its own in
+      :meth:`load_router.Router.snapshot` so drift between the two is visible.
+    * ``generate(request)`` — sample one turn. Raising any ``Exception`` tells the router the
+      engine is broken: it is marked down and every lease on it ends as FAILED.
+    * ``refresh(weights_ref, version, invalidate_caches=True)`` — load the weights named by
+      ``weights_ref`` and report ``version`` from then on. With ``invalidate_caches`` (the
+      default, paper §3.3) the engine must drop **every** cache computed under older weights
+      (attention KV, convolution history, recurrent state, prefix cache) and re-prefill the
+      retained history of every resident sequence before returning, so that no token after the
+      refresh is sampled from a stale state. ``invalidate_caches=False`` is the ablation that
+      keeps stale caches. The router guarantees no ``generate`` call runs on the engine while
+      ``refresh`` runs.
+    """
+
+    @property
+    def engine_id(self) -> str: ...
+
+    @property
+    def capacity(self) -> int: ...
+
+    @property
+    def in_flight(self) -> int: ...
+
+    async def generate(self, request: GenerateRequest) -> GenerateResult: ...
+
+    async def refresh(
+        self, weights_ref: str, version: int, *, invalidate_caches: bool = True
+    ) -> None: ...
