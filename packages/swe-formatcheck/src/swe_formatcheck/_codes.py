@@ -48,7 +48,8 @@ class Code(StrEnum):
     FUNCTION_UNCLOSED = "function_unclosed"
     """``<function=NAME>`` not closed by ``</function>`` before the envelope ends."""
     PARAMETER_UNCLOSED = "parameter_unclosed"
-    """``<parameter=P>`` not closed by ``</parameter>`` before the next structural tag."""
+    """``<parameter=P>`` not closed by ``</parameter>`` before ``<parameter=``, ``</function>``,
+    ``</tool_call>`` or the end (where lenient parsers silently end the value)."""
     MALFORMED_PARAMETER = "malformed_parameter"
     """A parameter body without the canonical newline right after ``>`` and right before ``</``."""
     MALFORMED_TAG = "malformed_tag"
@@ -56,8 +57,8 @@ class Code(StrEnum):
     STRAY_TAG = "stray_tag"
     """A closing tag with nothing open, or call markup outside any envelope."""
     NESTED_TAG = "nested_tag"
-    """An opening tag inside an element that cannot hold it (``<tool_call>`` in an envelope,
-    ``<function=`` in a function, any call markup inside a parameter value)."""
+    """An opening tag inside an element that cannot hold it: ``<tool_call>`` inside an envelope,
+    ``<function=`` inside a function, either of them inside a parameter value."""
     STRAY_TEXT = "stray_text"
     """Non-whitespace text inside the envelope but outside any parameter value."""
 

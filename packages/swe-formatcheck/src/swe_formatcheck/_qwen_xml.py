@@ -34,7 +34,7 @@ from swe_formatcheck._lexer import (
     XML_CALL_MARKERS,
     read_tag_name,
 )
-from swe_formatcheck._scan import TurnScanner
+from swe_formatcheck._scan import TurnScanner, first_text
 
 _ENVELOPE: Final = 0
 _FUNCTION: Final = 1
@@ -66,8 +66,8 @@ class QwenXmlDialect:
         functions = 0
         while True:
             at, marker = scanner.finder.find(pos, _ALL_MARKERS)
-            if not (pos >= at or text[pos:at].isspace()):
-                scanner.flag(Code.STRAY_TEXT, pos, "text inside the envelope outside any value")
+            if (text_at := first_text(text, pos, at)) >= 0:
+                scanner.flag(Code.STRAY_TEXT, text_at, "text in the envelope outside any value")
             if marker is None:
                 if function is not None:
                     self._end_function(scanner, function, closed=False)

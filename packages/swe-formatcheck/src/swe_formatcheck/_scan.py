@@ -121,10 +121,10 @@ class TurnScanner:
         text_seen = False
         while True:
             at, marker = self.finder.find(pos, self._top_markers)
-            if not _blank(self.text, pos, at):
+            if (text_at := first_text(self.text, pos, at)) >= 0:
                 text_seen = True
                 code = Code.TEXT_AFTER_CALL if envelopes else Code.TEXT_BEFORE_CALL
-                self.flag(code, pos, f"text {'after' if envelopes else 'before'} the tool call")
+                self.flag(code, text_at, f"text {'after' if envelopes else 'before'} the tool call")
             if marker is None:
                 break
             after = at + len(marker)
@@ -147,9 +147,14 @@ class TurnScanner:
             self.flag(Code.NO_CALL, len(self.text), "no <tool_call> outside reasoning")
 
 
-def _blank(text: str, start: int, end: int) -> bool:
-    """Whether ``text[start:end]`` is empty or whitespace only."""
-    return start >= end or text[start:end].isspace()
+def first_text(text: str, start: int, end: int) -> int:
+    """Index of the first non-whitespace character of ``text[start:end]``, or -1 if none."""
+    if start >= end:
+        return -1
+    segment = text[start:end]
+    if segment.isspace():
+        return -1
+    return start + len(segment) - len(segment.lstrip())
 
 
 def _strip_one_newline(body: str) -> str:

@@ -1,0 +1,83 @@
+"""The hermes dialect: strict JSON, duplicate keys rejected at every level."""
+
+from __future__ import annotations
+
+import pytest
+from formatcheck_turns import THINK, bash, check
+from swe_formatcheck import Code
+
+
+def hermes(body: str) -> str:
+    return THINK + f"<tool_call>\n{body}\n</tool_call>"
+
+
+def test_canonical_hermes_call() -> None:
+    verdict = check(
+        hermes('{"name": "execute_bash", "arguments": {"command": "ls -la"}}'), dialect="hermes"
+    )
+    assert verdict.call == bash("ls -la")
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ('{"name": "execute_bash", "arguments": {"command": "ls"}', [Code.INVALID_JSON]),
+        ("", [Code.INVALID_JSON]),
+        ('{"name": "execute_bash", "arguments": {"command": Infinity}}', [Code.INVALID_JSON]),
+        ("[" * 100_000 + "]" * 100_000, [Code.INVALID_JSON]),
+        (
+            '{"name": "execute_bash", "arguments": {"command": "' + "9" * 10 + '"}} x',
+            [Code.INVALID_JSON],
+        ),
+        ('["execute_bash"]', [Code.NON_OBJECT_JSON]),
+        (
+            '{"name": "execute_bash", "arguments": ["ls"]}',
+            [Code.NON_OBJECT_JSON, Code.MISSING_PARAMETER],
+        ),
+        ('{"name": "execute_bash"}', [Code.MALFORMED_CALL, Code.MISSING_PARAMETER]),
+        ('{"name": 3, "arguments": {}}', [Code.MALFORMED_CALL]),
+        ('{"name": "submit", "arguments": {}, "id": "1"}', [Code.MALFORMED_CALL]),
+        (
+            '{"name": "execute_bash", "name": "submit", "arguments": {"command": "ls"}}',
+            [Code.DUPLICATE_KEY, Code.UNKNOWN_PARAMETER],
+        ),
+        (
+            '{"name": "execute_bash", "arguments": {"command": "ls", "command": "rm -rf build"}}',
+            [Code.DUPLICATE_PARAMETER],
+        ),
+        ('{"name": "execute_bash", "arguments": {"command": 1}}', [Code.NON_STRING_ARGUMENT]),
+        (
+            '{"name": "execute_bash", "arguments": {"command": "ls", "x": {"a": 1, "a": 2}}}',
+            [Code.NON_STRING_ARGUMENT, Code.UNKNOWN_PARAMETER],
+        ),
+        ('{"name": "grep", "arguments": {}}', [Code.UNKNOWN_FUNCTION]),
+    ],
+)
+def test_hermes_violations(body: str, expected: list[Code]) -> None:
+    assert list(check(hermes(body), dialect="hermes").codes) == expected
+
+
+def test_huge_integer_is_invalid_json_not_an_exception() -> None:
+    body = '{"name": "execute_bash", "arguments": {"command": ' + "9" * 100_000 + "}}"
+    assert check(hermes(body), dialect="hermes").codes == ("invalid_json",)
+
+
+def test_envelope_ends_at_the_first_close_tag_like_public_parsers() -> None:
+    body = '{"name": "execute_bash", "arguments": {"command": "echo </tool_call>"}}'
+    assert Code.INVALID_JSON in check(hermes(body), dialect="hermes").codes
+
+
+def test_xml_markup_is_plain_text_in_hermes_values() -> None:
+    command = "<parameter=x> </function> <think>"
+    body = '{"name": "execute_bash", "arguments": {"command": "' + command + '"}}'
+    assert check(hermes(body), dialect="hermes").call == bash(command)
+
+
+def test_hermes_structure_errors_outside_the_envelope() -> None:
+    body = '{"name": "submit", "arguments": {}}'
+    assert check("<tool_call>" + body, dialect="hermes", reasoning="optional").codes == (
+        "envelope_unclosed",
+    )
+    twice = hermes(body) + f"\n<tool_call>{body}</tool_call>"
+    assert check(twice, dialect="hermes").codes == ("multiple_calls",)
+    assert check(hermes(body) + " thanks", dialect="hermes").codes == ("text_after_call",)
