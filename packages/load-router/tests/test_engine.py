@@ -1,0 +1,40 @@
+"""The Engine protocol and its request/result records."""
+
+from __future__ import annotations
+
+import pytest
+
+from load_router import ConfigError, Engine, GenerateRequest, GenerateResult
+
+
+def test_fake_engine_satisfies_the_protocol(engines: list[object]) -> None:
+    assert all(isinstance(engine, Engine) for engine in engines)
+
+
+def test_object_without_refresh_is_not_an_engine() -> None:
+    class NoRefresh:
+        engine_id = "x"
+        capacity = 1
+        in_flight = 0
+
+        async def generate(self, request: GenerateRequest) -> GenerateResult:
+            raise AssertionError
+
+    assert not isinstance(NoRefresh(), Engine)
+
+
+def test_result_needs_one_logprob_per_token() -> None:
+    with pytest.raises(ConfigError, match="2 tokens but 1 log-probs"):
+        GenerateResult(token_ids=(1, 2), logprobs=(-0.1,), policy_version=0)
+
+
+def test_request_rejects_negative_token_ids_and_empty_budget() -> None:
+    with pytest.raises(ConfigError):
+        GenerateRequest(rollout_index=0, prompt_ids=(1, -2), max_new_tokens=4)
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        GenerateRequest(rollout_index=0, prompt_ids=(1,), max_new_tokens=0)
+
+
+def test_request_converts_lists_to_tuples() -> None:
+    request = GenerateRequest(rollout_index=1, prompt_ids=[1, 2, 3], max_new_tokens=2)  # type: ignore[arg-type]
+    assert request.prompt_ids == (1, 2, 3)
