@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
 from load_router import GenerateRequest, GenerateResult
 
 

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-
 from load_router import (
     DuplicateEngineError,
     EngineFailedError,
