@@ -8,6 +8,7 @@ and tasks with rate 0 are dropped (most likely unsolvable). The recipe shrank 7,
 from __future__ import annotations
 
 from collections.abc import Iterable
+from fractions import Fraction
 
 from deck_evictor._config import CurriculumFilter
 from deck_evictor._errors import InvalidResultError
@@ -27,6 +28,9 @@ def split_by_solve_rate(
     because they have fewer than ``min_attempts`` rollouts (``untested``, a subset of ``kept``).
     Raises :class:`InvalidResultError` for impossible counts.
     """
+    # The threshold as an exact fraction (0.666… → 2/3) so a rate of exactly 2/3 is never dropped
+    # by a float rounding up; the comparison below is then in integers.
+    threshold = Fraction(rule.max_solve_rate).limit_denominator(1_000_000)
     solved: list[str] = []
     unsolved: list[str] = []
     kept: list[str] = []
@@ -39,7 +43,7 @@ def split_by_solve_rate(
         if attempts < rule.min_attempts:
             kept.append(task_id)
             untested.append(task_id)
-        elif successes > rule.max_solve_rate * attempts:  # exact: avoids float division at 2/3
+        elif successes * threshold.denominator > threshold.numerator * attempts:
             solved.append(task_id)
         elif successes == 0 and rule.drop_never_solved:
             unsolved.append(task_id)

@@ -199,11 +199,11 @@ class Deck:
         exist, ``draw.new_pass`` that an epoch boundary was crossed.
         """
         size = _count(k, "k")
-        chosen, new_pass = self._sampler.draw(size, self._active, self._active_count)
+        chosen, new_pass_at = self._sampler.draw(size, self._active, self._active_count)
         return Draw(
             task_ids=tuple(self._records[i].task_id for i in chosen),
             pass_index=self._sampler.pass_index,
-            new_pass=new_pass,
+            new_pass_at=new_pass_at,
             exhausted=len(chosen) < size,
         )
 

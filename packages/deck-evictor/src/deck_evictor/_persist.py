@@ -43,6 +43,8 @@ def decode(data: bytes, source: str = "<bytes>") -> dict[str, Any]:
         ForeignStateError: no deck-evictor header, or an unsupported format version.
         CorruptStateError: header damaged, length or checksum mismatch, or payload not a JSON object.
     """
+    if MAGIC.startswith(data):  # empty, or cut inside the magic: ours, truncated
+        raise CorruptStateError(f"{source}: truncated to {len(data)} bytes")
     if not data.startswith(MAGIC):
         raise ForeignStateError(f"{source} is not a deck-evictor state file (no header)")
     newline = data.find(b"\n")

@@ -16,15 +16,22 @@ class Draw:
     Attributes:
         task_ids: distinct active task ids, ``len <= k``, in draw order.
         pass_index: the pass (epoch over the active deck) the last id was taken from.
-        new_pass: a pass ended and a fresh one (a new permutation) began during this draw.
+        new_pass_at: position in ``task_ids`` where a fresh pass (a new permutation) began
+            during this draw, ``None`` if the draw stayed within one pass. Ids before it belong
+            to the previous pass.
         exhausted: fewer than ``k`` active tasks were available, so the draw is short (empty
             when every task is retired). This is how the deck reports exhaustion.
     """
 
     task_ids: tuple[str, ...]
     pass_index: int
-    new_pass: bool
+    new_pass_at: int | None
     exhausted: bool
+
+    @property
+    def new_pass(self) -> bool:
+        """Whether an epoch boundary was crossed during this draw."""
+        return self.new_pass_at is not None
 
 
 @attrs.frozen

@@ -25,8 +25,10 @@ class PassSampler:
         self.pass_index = -1
         self._n_tasks = n_tasks
 
-    def draw(self, k: int, active: Sequence[bool], active_count: int) -> tuple[list[int], bool]:
-        """Take up to ``k`` distinct active indices; returns them and whether a new pass began.
+    def draw(
+        self, k: int, active: Sequence[bool], active_count: int
+    ) -> tuple[list[int], int | None]:
+        """Take up to ``k`` distinct active indices; returns them and where a new pass began.
 
         When the current pass runs out mid-draw a new pass starts; the indices already taken in
         this draw go to the *end* of the new permutation so the draw stays duplicate-free while
@@ -34,7 +36,7 @@ class PassSampler:
         """
         chosen: list[int] = []
         chosen_set: set[int] = set()
-        new_pass = False
+        new_pass_at: int | None = None
         while len(chosen) < k:
             while self._cursor < len(self._order) and not active[self._order[self._cursor]]:
                 self._cursor += 1
@@ -46,11 +48,11 @@ class PassSampler:
                 chosen.append(index)
                 chosen_set.add(index)
                 continue
-            if new_pass or active_count == 0:
+            if new_pass_at is not None or active_count == 0:
                 break  # a pass begun in this draw is spent: fewer active tasks than k
             self._start_pass(active, chosen_set)
-            new_pass = True
-        return chosen, new_pass
+            new_pass_at = len(chosen)
+        return chosen, new_pass_at
 
     def _start_pass(self, active: Sequence[bool], taken: set[int]) -> None:
         fresh = [i for i in range(self._n_tasks) if active[i] and i not in taken]

@@ -134,13 +134,13 @@ def from_columns(columns: dict[str, Any]) -> list[TaskRecord]:
     for name, values in (("reason", reasons), *counters.items()):
         if not isinstance(values, list) or len(values) != length:
             raise ValueError(f"column {name!r} does not match the {length} task ids")
-    records = []
-    for i, task_id in enumerate(task_ids):
-        record = TaskRecord(task_id, None if reasons[i] is None else RetireReason(reasons[i]))
-        for name, values in counters.items():
-            value = values[i]
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"column {name!r} holds a non-integer")
-            setattr(record, name, value)
-        records.append(record)
-    return records
+    for name, values in counters.items():
+        if not all(type(value) is int for value in values):  # bool is not a counter either
+            raise TypeError(f"column {name!r} holds a non-integer")
+    parsed = [None if reason is None else RetireReason(reason) for reason in reasons]
+    columns_in_order = [counters[name] for name in COUNTERS]
+    # Positional construction follows the field order of TaskRecord, which COUNTERS mirrors.
+    return [
+        TaskRecord(task_id, reason, *values)
+        for task_id, reason, *values in zip(task_ids, parsed, *columns_in_order, strict=True)
+    ]
