@@ -63,7 +63,10 @@ def group_advantages(
     require_shape("group_ids", group_ids, tuple(rewards.shape), "rewards")
     if eps < 0:
         raise InputError("eps", f"must be >= 0, got {eps}")
-    _, inverse, counts = torch.unique(group_ids, return_inverse=True, return_counts=True)
+    unique: tuple[torch.Tensor, torch.Tensor, torch.Tensor] = torch.unique(
+        group_ids, return_inverse=True, return_counts=True
+    )
+    _, inverse, counts = unique
     wide = rewards.to(torch.float64)
     sums = torch.zeros(counts.numel(), dtype=torch.float64, device=rewards.device)
     means = sums.index_add(0, inverse, wide) / counts.to(torch.float64)

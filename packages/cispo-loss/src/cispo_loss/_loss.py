@@ -76,10 +76,11 @@ def _per_token_advantages(
     require_tensor("advantages", advantages)
     require_same_device("advantages", advantages, logprobs.device, "logprobs")
     require_float("advantages", advantages)
-    if tuple(advantages.shape) == tuple(logprobs.shape):
-        return advantages.detach().reshape(-1)
+    # Per rollout first: in the packed layout a [B] tensor with B == N is read as per rollout.
     if tuple(advantages.shape) == (layout.num_rollouts,):
         return advantages.detach()[layout.rollout_of_token]
+    if tuple(advantages.shape) == tuple(logprobs.shape):
+        return advantages.detach().reshape(-1)
     raise InputError(
         "advantages",
         f"shape {tuple(advantages.shape)} matches neither one value per rollout "
@@ -109,11 +110,11 @@ def _sanitise(
     dtype = torch.promote_types(logprobs.dtype, torch.float32)
     flat = {
         "logprobs": logprobs.reshape(-1),
-        "rollout_logprobs": rollout_logprobs.reshape(-1),
+        "rollout_logprobs": rollout_logprobs.detach().reshape(-1),
         "advantages": adv,
     }
     if ref_logprobs is not None:
-        flat["ref_logprobs"] = ref_logprobs.reshape(-1)
+        flat["ref_logprobs"] = ref_logprobs.detach().reshape(-1)
     if entropy is not None:
         flat["entropy"] = entropy.reshape(-1)
     if config.check_inputs:
@@ -232,7 +233,8 @@ def cispo_loss(
         rollout_logprobs: the log-probs the inference engine recorded for the same tokens, same
             shape, ``<= 0`` at trainable positions. Never differentiated.
         advantages: ``[B]`` (one per rollout, from :func:`group_advantages`) or per token (same
-            shape as ``logprobs``). Never differentiated.
+            shape as ``logprobs``). A ``[B]`` tensor is always read as per rollout (this matters
+            only for a packed batch with as many tokens as rollouts). Never differentiated.
         loss_mask: bool (or 0/1), same shape; True on generated (trainable) tokens, False on
             prompt, tool-observation and padding tokens. Values elsewhere may be anything.
         config: objective and ablation switches (:class:`LossConfig`).

@@ -53,7 +53,9 @@ def _token_policy_loss(
     logprob: torch.Tensor, rollout_logprob: float, advantage: float, config: LossConfig
 ) -> torch.Tensor:
     """One token's policy loss; ``logprob`` is a 0-d tensor carrying gradient."""
-    omega = math.exp(float(logprob) - rollout_logprob)  # a plain float: never differentiated
+    omega = math.exp(
+        float(logprob.detach()) - rollout_logprob
+    )  # a plain float: never differentiated
     if config.ratio_control == "mask":
         if omega < config.mask_low or omega > config.mask_high:
             return logprob * 0.0
