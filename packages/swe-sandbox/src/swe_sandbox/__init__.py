@@ -1,5 +1,87 @@
-"""Isolated SWE task environments (Docker and namespace backends), the agent tools and unspoofable grading."""
+"""Isolated SWE task environments (Docker and namespace backends), the agent tools and unspoofable grading.
 
+Implements issue #8 / DESIGN.md §3 "swe-sandbox": `TaskSpec` and dataset loaders, the
+`DockerBackend` and `NamespaceBackend`, `Sandbox` (tools + grader), `SandboxPool` (asyncio).
+"""
+
+from swe_sandbox._backend import GRADER_DIR, WORKDIR, Backend, BackendSession
+from swe_sandbox._docker_backend import DockerBackend
+from swe_sandbox._docker_image import build_task_image, ensure_base_image, task_image_tag
+from swe_sandbox._errors import (
+    BackendUnavailableError,
+    BaseCommitNotFoundError,
+    GradingError,
+    ImageBuildError,
+    PatchApplyError,
+    PathEscapeError,
+    RepoNotFoundError,
+    SandboxClosedError,
+    SandboxError,
+    StrReplaceError,
+    TaskSpecError,
+    TestCommandNotFoundError,
+)
+from swe_sandbox._limits import Limits
+from swe_sandbox._namespace import NamespaceBackend
+from swe_sandbox._pool import AsyncSandbox, LatencyStats, SandboxPool
+from swe_sandbox._prepare import PreparedRepo, prepare_repo
+from swe_sandbox._results import ExecResult, GradeResult, TestOutcome, reward_contract
+from swe_sandbox._rootfs import BaseImageSpec, build_rootfs, mirror_from_apt
+from swe_sandbox._sandbox import Sandbox, SandboxMetrics
+from swe_sandbox._task import (
+    DEFAULT_TEST_COMMAND,
+    RepoKind,
+    RepoSource,
+    TaskSpec,
+    task_from_r2egym_row,
+    task_from_swebench_row,
+    task_from_swerebench_row,
+)
 from swe_sandbox._version import __version__
 
-__all__ = ["__version__"]
+__all__ = [
+    "DEFAULT_TEST_COMMAND",
+    "GRADER_DIR",
+    "WORKDIR",
+    "AsyncSandbox",
+    "Backend",
+    "BackendSession",
+    "BackendUnavailableError",
+    "BaseCommitNotFoundError",
+    "BaseImageSpec",
+    "DockerBackend",
+    "ExecResult",
+    "GradeResult",
+    "GradingError",
+    "ImageBuildError",
+    "LatencyStats",
+    "Limits",
+    "NamespaceBackend",
+    "PatchApplyError",
+    "PathEscapeError",
+    "PreparedRepo",
+    "RepoKind",
+    "RepoNotFoundError",
+    "RepoSource",
+    "Sandbox",
+    "SandboxClosedError",
+    "SandboxError",
+    "SandboxMetrics",
+    "SandboxPool",
+    "StrReplaceError",
+    "TaskSpec",
+    "TaskSpecError",
+    "TestCommandNotFoundError",
+    "TestOutcome",
+    "__version__",
+    "build_rootfs",
+    "build_task_image",
+    "ensure_base_image",
+    "mirror_from_apt",
+    "prepare_repo",
+    "reward_contract",
+    "task_from_r2egym_row",
+    "task_from_swebench_row",
+    "task_from_swerebench_row",
+    "task_image_tag",
+]

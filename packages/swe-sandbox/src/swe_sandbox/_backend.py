@@ -1,0 +1,64 @@
+"""The interface both backends implement: start a session, run commands in it, tear it down."""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol
+
+from swe_sandbox._limits import Limits
+from swe_sandbox._results import ExecResult
+
+#: The repository root inside every sandbox.
+WORKDIR = "/work"
+#: Grader-only directory: root-owned, empty during the rollout, written only at grading time.
+GRADER_DIR = "/grader"
+#: Environment every command starts from (no host variables leak in).
+BASE_ENV = {
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "HOME": WORKDIR,
+    "LANG": "C.UTF-8",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PIP_NO_INPUT": "1",
+}
+User = Literal["agent", "root"]
+
+
+class BackendSession(Protocol):
+    """One live sandbox of a backend."""
+
+    @property
+    def sandbox_id(self) -> str: ...
+
+    def exec(
+        self,
+        command: str,
+        *,
+        user: User = "agent",
+        timeout: float,
+        stdin: bytes | None = None,
+        env: dict[str, str] | None = None,
+        output_limit: int,
+    ) -> ExecResult:
+        """Run `command` with ``bash -c`` in `WORKDIR`; kill its process group on timeout."""
+        ...
+
+    def kill_agent_processes(self) -> None:
+        """Kill every process of the agent user (before grading, after a timeout)."""
+        ...
+
+    def close(self) -> None:
+        """Kill everything, remove every trace; idempotent."""
+        ...
+
+
+class Backend(Protocol):
+    """A way to create sandboxes (Docker or namespaces)."""
+
+    name: str
+
+    def start(self, sandbox_id: str, limits: Limits, *, image: str | None = None) -> BackendSession:
+        """Create and start one sandbox (workdir empty, network off, limits applied)."""
+        ...
+
+    def reap_orphans(self) -> int:
+        """Remove sandboxes whose owner process is gone; return how many were reaped."""
+        ...

@@ -1,0 +1,53 @@
+"""Typed errors: every failure a caller can act on has its own class (issue #8, "Bad input")."""
+
+from __future__ import annotations
+
+
+class SandboxError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class TaskSpecError(SandboxError, ValueError):
+    """A task row or `TaskSpec` field is malformed (missing field, bad JSON list, bad path)."""
+
+
+class RepoNotFoundError(SandboxError):
+    """The task's repository source (directory, tarball or image) does not exist."""
+
+
+class BaseCommitNotFoundError(SandboxError):
+    """The task's base commit is not an object of its repository."""
+
+
+class TestCommandNotFoundError(SandboxError):
+    """The task's test command names a program that does not exist inside the sandbox."""
+
+    __test__ = False  # keep pytest from collecting this class as a test
+
+
+class ImageBuildError(SandboxError):
+    """A base rootfs or a Docker image could not be built (debootstrap, import or build failed)."""
+
+
+class PatchApplyError(SandboxError):
+    """A patch (gold, test or agent) does not apply to the sandbox's tree."""
+
+
+class PathEscapeError(SandboxError, PermissionError):
+    """A path leaves the sandbox workdir (``..``, absolute path elsewhere, or a symlink)."""
+
+
+class StrReplaceError(SandboxError):
+    """`edit_via_str_replace` found zero or several matches, or the file cannot be edited."""
+
+
+class BackendUnavailableError(SandboxError):
+    """The requested backend cannot run on this machine (no engine, no privileges, no rootfs)."""
+
+
+class SandboxClosedError(SandboxError):
+    """The sandbox was closed (or reaped) and cannot run anything any more."""
+
+
+class GradingError(SandboxError):
+    """Grading could not run at all (distinct from a graded failure, which is reward 0)."""

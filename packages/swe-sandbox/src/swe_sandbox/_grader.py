@@ -1,0 +1,121 @@
+"""The out-of-reach test report: the pytest plugin we inject and the parser of what it writes.
+
+Results never come from the runner's stdout (a conftest printing ``PASSED`` or echoing the
+log markers changes nothing). The plugin appends one JSON object per event to the file named
+by ``$SWE_SANDBOX_REPORT`` in ``/grader/<nonce>/`` — a directory that does not exist while the
+agent runs. The final ``finish`` record carries pytest's exit status, cross-checked against the
+exit code the runner returned.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+import attrs
+
+from swe_sandbox._results import TestOutcome
+
+PLUGIN_MODULE = "swe_sandbox_report"
+#: Installed at grading time into ``/grader/plugin``; the base rootfs puts that directory on
+#: ``sys.path`` through a ``.pth`` file, so a test command that sets PYTHONPATH still loads it.
+PLUGIN_SOURCE = '''\
+"""swe-sandbox grading report (written outside the agent's reach)."""
+import json
+import os
+
+_REPORT = None
+
+
+def _emit(record):
+    if _REPORT is not None:
+        _REPORT.write(json.dumps(record) + "\\n")
+        _REPORT.flush()
+
+
+def pytest_configure(config):
+    global _REPORT
+    path = os.environ.get("SWE_SANDBOX_REPORT")
+    if path and _REPORT is None:
+        _REPORT = open(path, "a", encoding="utf-8")
+        _emit({"event": "start"})
+
+
+def pytest_collectreport(report):
+    if report.failed:
+        _emit({"event": "collect", "nodeid": report.nodeid, "outcome": "failed"})
+
+
+def pytest_runtest_logreport(report):
+    _emit({
+        "event": "test",
+        "nodeid": report.nodeid,
+        "when": report.when,
+        "outcome": report.outcome,
+        "xfail": bool(getattr(report, "wasxfail", False)),
+    })
+
+
+def pytest_sessionfinish(session, exitstatus):
+    _emit({"event": "finish", "exitstatus": int(exitstatus)})
+'''
+
+
+@attrs.frozen(kw_only=True)
+class ParsedReport:
+    """What the plugin wrote: per-test outcomes, collection errors, pytest's exit status."""
+
+    outcomes: dict[str, TestOutcome]
+    collection_errors: tuple[str, ...]
+    exit_status: int | None  # None: no ``finish`` record (the run died or exited early)
+    started: bool
+
+
+def _merge(current: TestOutcome | None, when: str, outcome: str, xfail: bool) -> TestOutcome:
+    """Fold one phase report into the test's outcome; a failure in any phase wins."""
+    if outcome == "failed":
+        phase = TestOutcome.FAILED if when == "call" else TestOutcome.ERROR
+        return current if current in (TestOutcome.FAILED, TestOutcome.ERROR) else phase
+    if current in (TestOutcome.FAILED, TestOutcome.ERROR):
+        return current
+    if outcome == "skipped" or xfail:
+        return TestOutcome.SKIPPED
+    if when == "call" and outcome == "passed":
+        return TestOutcome.PASSED if current is not TestOutcome.SKIPPED else current
+    return current or TestOutcome.MISSING  # setup passed, call not reported (yet)
+
+
+def parse_report(lines: Iterable[str]) -> ParsedReport:
+    """Parse the plugin's JSON lines; malformed lines are ignored (they cannot add passes)."""
+    outcomes: dict[str, TestOutcome] = {}
+    collection_errors: list[str] = []
+    exit_status: int | None = None
+    started = False
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(record, dict):
+            continue
+        event = record.get("event")
+        if event == "start":
+            started = True
+        elif event == "collect":
+            collection_errors.append(str(record.get("nodeid", "")))
+        elif event == "test" and isinstance(record.get("nodeid"), str):
+            nodeid = record["nodeid"]
+            outcomes[nodeid] = _merge(
+                outcomes.get(nodeid),
+                str(record.get("when")),
+                str(record.get("outcome")),
+                bool(record.get("xfail")),
+            )
+        elif event == "finish" and isinstance(record.get("exitstatus"), int):
+            exit_status = record["exitstatus"]
+    return ParsedReport(
+        outcomes=outcomes,
+        collection_errors=tuple(collection_errors),
+        exit_status=exit_status,
+        started=started,
+    )

@@ -1,0 +1,299 @@
+"""The daemon-less namespace backend (util-linux ``unshare``/``nsenter``/``setpriv``, root).
+
+Each sandbox is one long-lived init process in fresh mount, PID, network, IPC and UTS
+namespaces, chrooted into a read-only bind of the base rootfs, with
+
+* ``/work``  — a size-capped tmpfs (the disk limit) owned by the agent uid,
+* ``/grader`` — a small root-owned tmpfs, empty until grading,
+* ``/tmp``, ``/dev/shm`` — size-capped tmpfs; ``/dev`` holds only null/zero/full/(u)random,
+* ``/proc`` of the sandbox's own PID namespace; no ``/sys``; only ``lo`` in its network.
+
+Commands enter those namespaces with ``nsenter`` and drop to the agent uid with ``setpriv``
+(no capabilities, no-new-privs). A per-sandbox cgroup caps pids, memory and CPU. The init is
+``cat`` reading a pipe whose only writer is the owner process: when the owner exits — even by
+SIGKILL — the pipe closes, init exits, and the kernel kills every process in the PID namespace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from swe_sandbox import _cgroups
+from swe_sandbox._backend import BASE_ENV, User
+from swe_sandbox._errors import BackendUnavailableError, SandboxClosedError, SandboxError
+from swe_sandbox._limits import Limits
+from swe_sandbox._prepare import AGENT_UID
+from swe_sandbox._process import run_bounded
+from swe_sandbox._results import ExecResult
+from swe_sandbox._rootfs import BaseImageSpec, build_rootfs
+
+
+def runtime_root() -> Path:
+    """``$SWE_SANDBOX_RUNTIME`` or ``/tmp/swe-sandbox-ns``: one directory per live sandbox."""
+    return Path(os.environ.get("SWE_SANDBOX_RUNTIME", "/tmp/swe-sandbox-ns"))
+
+
+def _start_time(pid: int) -> str | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def owner_token() -> str:
+    """This process as ``pid:starttime`` (robust to pid reuse)."""
+    return f"{os.getpid()}:{_start_time(os.getpid())}"
+
+
+def owner_alive(token: str) -> bool:
+    pid, _, start = token.partition(":")
+    return pid.isdigit() and _start_time(int(pid)) == start
+
+
+_SETUP = r"""
+set -eu
+R="$1"; ROOTFS="$2"; BOX="$3"; TMP_BYTES="$4"
+read -r HOSTPID _ < /proc/self/stat
+mount --bind "$ROOTFS" "$R"
+mount -o remount,bind,ro,nosuid,nodev "$R"
+mount --bind "$BOX/work" "$R/work"
+mount --bind "$BOX/grader" "$R/grader"
+mount -t proc -o nosuid,nodev,noexec proc "$R/proc"
+mount -t tmpfs -o "size=$TMP_BYTES,mode=1777,nosuid,nodev" tmpfs "$R/tmp"
+mount -t tmpfs -o size=1m,mode=755,nosuid tmpfs "$R/dev"
+for d in null zero full random urandom; do
+  : > "$R/dev/$d"; mount --bind "/dev/$d" "$R/dev/$d"
+done
+mkdir "$R/dev/shm" "$R/dev/pts"
+mount -t tmpfs -o "size=$TMP_BYTES,mode=1777,nosuid,nodev" tmpfs "$R/dev/shm"
+ln -s /proc/self/fd "$R/dev/fd"
+ln -s /proc/self/fd/0 "$R/dev/stdin"; ln -s /proc/self/fd/1 "$R/dev/stdout"
+ln -s /proc/self/fd/2 "$R/dev/stderr"
+ip link set lo up
+mount -o remount,bind,ro,nosuid,nodev,noexec "$R/dev" 2>/dev/null || true
+echo "ready $HOSTPID"
+cd "$R"
+exec chroot . /bin/sh -c 'cd /work && exec cat >/dev/null'
+"""
+
+
+class NamespaceSession:
+    """One namespace sandbox (see the module docstring)."""
+
+    def __init__(
+        self,
+        sandbox_id: str,
+        box: Path,
+        init: subprocess.Popen[bytes],
+        init_pid: int,
+        keepalive_fd: int,
+        cgroups: list[Path],
+    ) -> None:
+        self._id = sandbox_id
+        self._box = box
+        self._init = init
+        self._init_pid = init_pid
+        self._keepalive_fd: int | None = keepalive_fd
+        self._cgroups = cgroups
+
+    @property
+    def sandbox_id(self) -> str:
+        return self._id
+
+    def _argv(self, command: str, user: User, env: dict[str, str] | None) -> list[str]:
+        pairs = [f"{k}={v}" for k, v in {**BASE_ENV, **(env or {})}.items()]
+        inner = ["/usr/bin/env", "-i", *pairs, "/bin/bash", "-c", command]
+        if user == "agent":
+            inner = [
+                "/usr/bin/setpriv",
+                f"--reuid={AGENT_UID}",
+                f"--regid={AGENT_UID}",
+                "--clear-groups",
+                "--no-new-privs",
+                "--inh-caps=-all",
+                "--bounding-set=-all",
+                "--",
+                *inner,
+            ]
+        joins = " ".join(shlex.quote(str(c / "cgroup.procs")) for c in self._cgroups)
+        join = f'for f in {joins}; do echo $$ > "$f"; done; exec "$@"'
+        return [
+            "/bin/sh",
+            "-c",
+            join,
+            "sh",
+            "nsenter",
+            "-t",
+            str(self._init_pid),
+            "-m",
+            "-p",
+            "-n",
+            "-i",
+            "-u",
+            "-r",
+            "-w",
+            "--",
+            *inner,
+        ]
+
+    def exec(
+        self,
+        command: str,
+        *,
+        user: User = "agent",
+        timeout: float,
+        stdin: bytes | None = None,
+        env: dict[str, str] | None = None,
+        output_limit: int,
+    ) -> ExecResult:
+        if self._keepalive_fd is None or self._init.poll() is not None:
+            raise SandboxClosedError(f"sandbox {self._id} is closed")
+        return run_bounded(
+            self._argv(command, user, env), timeout=timeout, output_limit=output_limit, stdin=stdin
+        )
+
+    def kill_agent_processes(self) -> None:
+        # Everything but init lives at the agent's mercy; init (pid 1) keeps the namespaces.
+        _cgroups.kill_members(self._id, spare={self._init_pid, self._init.pid})
+
+    def close(self) -> None:
+        if self._keepalive_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._keepalive_fd)
+            self._keepalive_fd = None
+        with contextlib.suppress(ProcessLookupError):
+            self._init.kill()
+        self._init.wait()
+        _teardown(self._id, self._box)
+
+
+def _teardown(sandbox_id: str, box: Path) -> None:
+    _cgroups.remove(sandbox_id)
+    for mount_point in ("work", "grader"):
+        target = box / mount_point
+        if os.path.ismount(target):
+            subprocess.run(["umount", "-l", str(target)], capture_output=True, check=False)
+    shutil.rmtree(box, ignore_errors=True)
+
+
+class NamespaceBackend:
+    """Sandboxes from Linux namespaces; needs root (CAP_SYS_ADMIN) and util-linux."""
+
+    name = "namespace"
+
+    def __init__(self, base: BaseImageSpec | None = None, *, rootfs: Path | None = None) -> None:
+        self._base = base or BaseImageSpec()
+        self._rootfs = rootfs
+
+    def check(self) -> None:
+        if os.geteuid() != 0:
+            raise BackendUnavailableError("the namespace backend needs root (mount namespaces)")
+        for tool in ("unshare", "nsenter", "mount", "ip"):
+            if shutil.which(tool) is None:
+                raise BackendUnavailableError(f"the namespace backend needs {tool!r} on PATH")
+
+    @property
+    def rootfs(self) -> Path:
+        if self._rootfs is None:
+            self._rootfs = build_rootfs(self._base)
+        return self._rootfs
+
+    def start(
+        self, sandbox_id: str, limits: Limits, *, image: str | None = None
+    ) -> NamespaceSession:
+        self.check()
+        box = runtime_root() / sandbox_id
+        box.mkdir(parents=True)
+        try:
+            return self._start(sandbox_id, box, limits)
+        except BaseException:
+            _teardown(sandbox_id, box)
+            raise
+
+    def _start(self, sandbox_id: str, box: Path, limits: Limits) -> NamespaceSession:
+        (box / "owner").write_text(owner_token())
+        for name, size, uid in (("work", limits.disk_bytes, AGENT_UID), ("grader", 64 << 20, 0)):
+            (box / name).mkdir()
+            opts = f"size={size},mode=0755,uid={uid},gid={uid},nosuid,nodev"
+            subprocess.run(
+                ["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(box / name)],
+                check=True,
+                capture_output=True,
+            )
+        (box / "root").mkdir()
+        cgroups = _cgroups.create(sandbox_id, limits)
+        joins = " ".join(shlex.quote(str(c / "cgroup.procs")) for c in cgroups)
+        read_end, keepalive = os.pipe()
+        try:
+            init = subprocess.Popen(
+                [
+                    "/bin/sh",
+                    "-c",
+                    f'for f in {joins}; do echo $$ > "$f"; done; exec "$@"',
+                    "sh",
+                    "unshare",
+                    "--mount",
+                    "--pid",
+                    "--net",
+                    "--ipc",
+                    "--uts",
+                    "--fork",
+                    "--kill-child",
+                    "--propagation",
+                    "private",
+                    "--",
+                    "/bin/sh",
+                    "-c",
+                    _SETUP,
+                    "setup",
+                    str(box / "root"),
+                    str(self.rootfs),
+                    str(box),
+                    str(limits.tmp_bytes),
+                ],
+                stdin=read_end,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        finally:
+            os.close(read_end)
+        assert init.stdout is not None
+        line = init.stdout.readline().decode().split()
+        if len(line) != 2 or line[0] != "ready":
+            os.close(keepalive)
+            init.wait(timeout=10)
+            error = init.stderr.read().decode() if init.stderr else ""
+            raise SandboxError(f"namespace sandbox {sandbox_id} failed to start: {error.strip()}")
+        (box / "init.pid").write_text(line[1])
+        return NamespaceSession(sandbox_id, box, init, int(line[1]), keepalive, cgroups)
+
+    def reap_orphans(self) -> int:
+        """Tear down sandboxes whose owner process is gone (crash, SIGKILL)."""
+        reaped = 0
+        root = runtime_root()
+        boxes = {p.name: p for p in root.iterdir()} if root.is_dir() else {}
+        for sandbox_id in set(boxes) | _cgroups.existing_ids():
+            box = boxes.get(sandbox_id, root / sandbox_id)
+            with contextlib.suppress(OSError):
+                if owner_alive((box / "owner").read_text()):
+                    continue
+            if not (box / "owner").exists() and time.time() - _mtime(box) < 30:
+                continue  # a sandbox being created right now by a live process
+            _teardown(sandbox_id, box)
+            reaped += 1
+        return reaped
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0

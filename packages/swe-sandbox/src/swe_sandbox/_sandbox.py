@@ -1,0 +1,421 @@
+"""`Sandbox`: one isolated task environment, its agent tools and its grader (issue #8).
+
+Life cycle: `Sandbox.create(task, backend)` starts a backend session (network off, limits on)
+and loads the prepared repository (pruned history, withheld tests). The agent then calls
+`execute_bash`, `edit_via_str_replace` and finally `submit`, which grades: kill every agent
+process, restore graded tests / runner files / protected runner configuration from the task
+(never from the agent's tree), run the test command as the agent uid with our report plugin,
+and apply the reward contract to the report found outside the agent's reach.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import secrets
+import shlex
+import tarfile
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+
+import attrs
+
+from swe_sandbox._backend import GRADER_DIR, WORKDIR, Backend, BackendSession, User
+from swe_sandbox._errors import (
+    PatchApplyError,
+    PathEscapeError,
+    SandboxClosedError,
+    SandboxError,
+    StrReplaceError,
+    TestCommandNotFoundError,
+)
+from swe_sandbox._grader import PLUGIN_MODULE, PLUGIN_SOURCE, parse_report
+from swe_sandbox._helpers import ESCAPE_EXIT, MISSING_EXIT, helper_command
+from swe_sandbox._limits import Limits
+from swe_sandbox._prepare import PROTECTED_NAMES, PreparedRepo, prepare_repo, safe_extract
+from swe_sandbox._results import ExecResult, GradeResult, reward_contract
+from swe_sandbox._task import TaskSpec
+from swe_sandbox._tools import confine, snippet, str_replace
+
+#: Largest file the tools read or write through the exec channel.
+MAX_FILE_BYTES = 16 << 20
+
+
+@attrs.define
+class SandboxMetrics:
+    """Latencies of one sandbox in seconds (the pool aggregates them)."""
+
+    create_s: float = 0.0
+    prepare_s: float = 0.0
+    exec_s: list[float] = attrs.field(factory=list)
+    grade_s: list[float] = attrs.field(factory=list)
+
+
+def _tar_of(files: Mapping[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for path, data in files.items():
+            info = tarfile.TarInfo(path)
+            info.size = len(data)
+            info.mode = 0o644
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def _test_program(command: str) -> str | None:
+    """The program a test command runs first (after ``VAR=value`` assignments), if simple."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    for word in words:
+        if "=" in word and not word.startswith(("/", ".")):
+            continue
+        return None if word in {"cd", "(", "{", "source", "."} else word
+    return None
+
+
+class Sandbox:
+    """One live sandbox. Thread-compatible, not thread-safe: drive it from one thread at a time
+    (`AsyncSandbox` does this for asyncio code)."""
+
+    def __init__(self, session: BackendSession, limits: Limits, backend_name: str) -> None:
+        self._session: BackendSession | None = session
+        self._limits = limits
+        self.backend_name = backend_name
+        self.task: TaskSpec | None = None
+        self._prepared: PreparedRepo | None = None
+        self.metrics = SandboxMetrics()
+        self.submitted = False
+        self._loads = 0
+
+    # ----------------------------------------------------------------- life cycle
+    @classmethod
+    def start(
+        cls, backend: Backend, limits: Limits | None = None, *, image: str | None = None
+    ) -> Sandbox:
+        """Start an empty sandbox (no task loaded yet): what a warm pool keeps ready."""
+        limits = limits or Limits()
+        began = time.monotonic()
+        session = backend.start(uuid.uuid4().hex[:16], limits, image=image)
+        sandbox = cls(session, limits, backend.name)
+        sandbox.metrics.create_s = time.monotonic() - began
+        return sandbox
+
+    @classmethod
+    def create(
+        cls,
+        task: TaskSpec,
+        backend: Backend,
+        limits: Limits | None = None,
+        *,
+        image: str | None = None,
+    ) -> Sandbox:
+        """Prepare `task`, start a sandbox and load the task; on any error nothing is left."""
+        prepared = prepare_repo(task)  # bad sources fail here, before anything starts
+        sandbox = cls.start(backend, limits, image=image)
+        try:
+            sandbox.load(task, prepared=prepared, from_image=image is not None)
+        except BaseException:
+            sandbox.close()
+            raise
+        return sandbox
+
+    def load(
+        self, task: TaskSpec, *, prepared: PreparedRepo | None = None, from_image: bool = False
+    ) -> None:
+        """Put `task`'s agent-visible tree into the (empty) workdir and check its test command."""
+        began = time.monotonic()
+        prepared = prepared or prepare_repo(task)
+        if from_image:
+            from swe_sandbox._docker_image import TASK_REPO_PATH
+
+            loaded = self._exec(f"cp -a {TASK_REPO_PATH}/. {WORKDIR}/", timeout=120)
+        else:
+            loaded = self._exec(f"tar -x -C {WORKDIR} -f -", stdin=prepared.tar_bytes, timeout=120)
+        if not loaded.ok:
+            raise SandboxError(
+                f"{task.instance_id}: loading the repository failed: {loaded.output}"
+            )
+        program = _test_program(task.test_command)
+        if program is not None:
+            found = self._exec(f"command -v {shlex.quote(program)}", timeout=30)
+            if not found.ok:
+                raise TestCommandNotFoundError(
+                    f"{task.instance_id}: test command program {program!r} does not exist"
+                )
+        for command in task.setup_commands:
+            done = self._exec(command, timeout=self._limits.grade_timeout_s)
+            if not done.ok:
+                raise SandboxError(f"{task.instance_id}: setup {command!r} failed: {done.output}")
+        self.task, self._prepared, self.submitted = task, prepared, False
+        # Fresh metrics per loaded task; a reused sandbox was not created for it.
+        self.metrics = SandboxMetrics(
+            create_s=self.metrics.create_s if not self._loads else 0.0,
+            prepare_s=time.monotonic() - began,
+        )
+        self._loads += 1
+
+    def reset(self, task: TaskSpec | None = None) -> None:
+        """Wipe the workdir, ``/tmp`` and ``/grader``, kill agent processes, load a task again."""
+        self._live().kill_agent_processes()
+        self._exec(f"find {WORKDIR} /tmp -mindepth 1 -delete 2>/dev/null; true", timeout=60)
+        self._exec(f"rm -rf {GRADER_DIR}/* 2>/dev/null; true", user="root", timeout=60)
+        self.task, self._prepared = None, None
+        if task is not None:
+            self.load(task)
+
+    def close(self) -> None:
+        """Kill everything in the sandbox and remove it; idempotent."""
+        session, self._session = self._session, None
+        if session is not None:
+            session.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._session is None
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ----------------------------------------------------------------- plumbing
+    def _live(self) -> BackendSession:
+        if self._session is None:
+            raise SandboxClosedError("sandbox is closed")
+        return self._session
+
+    def _exec(
+        self,
+        command: str,
+        *,
+        user: User = "agent",
+        timeout: float | None = None,
+        stdin: bytes | None = None,
+        env: dict[str, str] | None = None,
+        output_limit: int | None = None,
+    ) -> ExecResult:
+        return self._live().exec(
+            command,
+            user=user,
+            timeout=timeout or self._limits.exec_timeout_s,
+            stdin=stdin,
+            env=env,
+            output_limit=output_limit or self._limits.output_limit_bytes,
+        )
+
+    def _helper(self, op: str, *args: str, stdin: bytes | None = None) -> ExecResult:
+        done = self._exec(
+            helper_command(op, *args), stdin=stdin, timeout=120, output_limit=2 * MAX_FILE_BYTES
+        )
+        if done.exit_code == ESCAPE_EXIT:
+            raise PathEscapeError(done.output.strip())
+        if done.exit_code == MISSING_EXIT:
+            raise FileNotFoundError(done.output.strip())
+        if done.truncated:
+            raise SandboxError(f"{op}: more than {MAX_FILE_BYTES} bytes")
+        if not done.ok:
+            raise SandboxError(f"{op} failed ({done.exit_code}): {done.output.strip()[-2000:]}")
+        return done
+
+    def _task(self) -> tuple[TaskSpec, PreparedRepo]:
+        if self.task is None or self._prepared is None:
+            raise SandboxError("no task is loaded in this sandbox")
+        return self.task, self._prepared
+
+    # ----------------------------------------------------------------- commands and files
+    def run(
+        self,
+        command: str,
+        *,
+        timeout: float | None = None,
+        user: User = "agent",
+        stdin: bytes | None = None,
+        env: dict[str, str] | None = None,
+    ) -> ExecResult:
+        """Run any shell command in the workdir (``user="root"`` only for trusted harness code)."""
+        return self._exec(command, user=user, timeout=timeout, stdin=stdin, env=env)
+
+    def read_file(self, path: str) -> bytes:
+        """Bytes of a workdir file; symlinks and paths outside the workdir are refused."""
+        confine(path)
+        return base64.b64decode(self._helper("read", path).output)
+
+    def write_file(self, path: str, data: bytes) -> None:
+        """Create or replace a workdir file (as the agent uid); same confinement as reads."""
+        relative = confine(path)[len(WORKDIR) + 1 :]
+        if not relative:
+            raise PathEscapeError(f"{path!r} is the workdir itself")
+        self._helper("put", "[]", stdin=_tar_of({relative: data}))
+
+    def copy_in(self, host_path: str | Path, dest: str = ".") -> None:
+        """Copy a host file or directory into the workdir under `dest`.
+
+        Host symlinks, special files and destinations outside the workdir are refused before
+        anything is written.
+        """
+        source = Path(host_path)
+        if source.is_symlink() or not source.exists():
+            raise PathEscapeError(f"{source} is a symlink or does not exist: refused")
+        base = confine(dest)[len(WORKDIR) + 1 :]
+        files: dict[str, bytes] = {}
+        entries = [source] if source.is_file() else sorted(source.rglob("*"))
+        for entry in entries:
+            if entry.is_symlink() or not (entry.is_file() or entry.is_dir()):
+                raise PathEscapeError(f"{entry} is a symlink or special file: refused")
+            if entry.is_file():
+                relative = entry.name if entry == source else entry.relative_to(source).as_posix()
+                files["/".join(p for p in (base, relative) if p)] = entry.read_bytes()
+        self._helper("put", "[]", stdin=_tar_of(files))
+
+    def copy_out(self, path: str, host_dest: str | Path) -> Path:
+        """Copy a workdir file or directory to `host_dest` (a directory, created if needed).
+
+        The archive is checked on the host before extraction: links, devices and names that
+        climb out of `host_dest` raise `PathEscapeError` and nothing is written.
+        """
+        confine(path)
+        data = base64.b64decode(self._helper("pack", path).output)
+        dest = Path(host_dest)
+        dest.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+            safe_extract(archive, dest)
+        return dest
+
+    # ----------------------------------------------------------------- agent tools
+    def execute_bash(self, command: str, timeout: float | None = None) -> ExecResult:
+        """The agent's shell tool: output capped with a marker, whole process group killed on
+        timeout."""
+        began = time.monotonic()
+        try:
+            return self._exec(command, timeout=timeout)
+        finally:
+            self.metrics.exec_s.append(time.monotonic() - began)
+
+    def edit_via_str_replace(self, path: str, old_str: str, new_str: str) -> str:
+        """Replace the unique occurrence of `old_str` in `path`; return a numbered snippet.
+
+        Raises `StrReplaceError` (zero or several matches, with line numbers) or
+        `PathEscapeError` (outside the workdir, or a symlink).
+        """
+        began = time.monotonic()
+        try:
+            raw = self.read_file(path)
+            try:
+                text = raw.decode()
+            except UnicodeDecodeError as exc:
+                raise StrReplaceError(f"{path}: not UTF-8 text") from exc
+            new_text, line = str_replace(text, old_str, new_str, path=path)
+            self.write_file(path, new_text.encode())
+            return f"Edited {path} at line {line}:\n{snippet(new_text, line)}"
+        finally:
+            self.metrics.exec_s.append(time.monotonic() - began)
+
+    def submit(self) -> GradeResult:
+        """End the episode: grade the current tree."""
+        self.submitted = True
+        return self.grade()
+
+    # ----------------------------------------------------------------- patches
+    def apply_patch(self, patch: str) -> None:
+        """Apply a unified diff to the workdir (``git apply``); `PatchApplyError` if it does not."""
+        if not patch.strip():
+            return
+        done = self._exec("git apply --whitespace=nowarn -", stdin=patch.encode(), timeout=120)
+        if not done.ok:
+            raise PatchApplyError(f"patch does not apply: {done.output.strip()[-2000:]}")
+
+    def diff(self) -> str:
+        """The agent's changes against the base commit (withheld paths excluded)."""
+        task, _ = self._task()
+        excludes = " ".join(shlex.quote(f":(exclude){p}") for p in task.withheld_paths)
+        index = f"/tmp/.swe-index-{secrets.token_hex(4)}"
+        command = (
+            f"export GIT_INDEX_FILE={index}; git read-tree HEAD && git add -A && "
+            f"git diff --cached --binary HEAD -- . {excludes}; rc=$?; rm -f {index}; "
+            "exit $rc"
+        )
+        done = self._exec(command, timeout=120, output_limit=MAX_FILE_BYTES)
+        if not done.ok or done.truncated:
+            raise SandboxError(f"git diff failed: {done.output[-2000:]}")
+        return done.output
+
+    # ----------------------------------------------------------------- grading
+    def grade(self) -> GradeResult:
+        """Grade the current tree with the reward contract (see the module docstring)."""
+        task, prepared = self._task()
+        began = time.monotonic()
+        session = self._live()
+        session.kill_agent_processes()
+        report_dir = f"{GRADER_DIR}/{secrets.token_hex(8)}"
+        self._install_grader(report_dir)
+        self._restore_task_files(task, prepared)
+        env = {
+            "SWE_SANDBOX_REPORT": f"{report_dir}/report.jsonl",
+            "PYTEST_ADDOPTS": f"-p {PLUGIN_MODULE}",
+        }
+        run = self._exec(task.test_command, env=env, timeout=self._limits.grade_timeout_s)
+        session.kill_agent_processes()  # nothing the tests spawned may touch the report now
+        raw = self._exec(
+            f"cat {report_dir}/report.jsonl", user="root", timeout=60, output_limit=64 << 20
+        )
+        report = parse_report(raw.output.splitlines() if raw.ok and not raw.truncated else [])
+        self._withhold_again(task, report_dir)
+        reward, reasons = reward_contract(
+            report.outcomes,
+            task.fail_to_pass,
+            task.pass_to_pass,
+            run.exit_code,
+            report_found=report.started and report.exit_status is not None,
+            collection_error=bool(report.collection_errors),
+        )
+        extra: list[str] = []
+        if run.timed_out:
+            extra.append(f"timeout: the test run exceeded {self._limits.grade_timeout_s}s")
+        if report.exit_status is not None and report.exit_status != run.exit_code:
+            extra.append(f"exit-code-mismatch: report {report.exit_status}, runner {run.exit_code}")
+        if extra:
+            reward, reasons = 0, (*reasons, *extra)
+        outcomes = {name: report.outcomes.get(name) for name in task.graded_tests}
+        from swe_sandbox._results import TestOutcome
+
+        elapsed = time.monotonic() - began
+        self.metrics.grade_s.append(elapsed)
+        return GradeResult(
+            reward=reward,
+            tests={k: v or TestOutcome.MISSING for k, v in outcomes.items()},
+            runner_exit_code=run.exit_code,
+            reasons=reasons,
+            report_found=report.exit_status is not None,
+            duration_s=elapsed,
+        )
+
+    def _withhold_again(self, task: TaskSpec, report_dir: str) -> None:
+        """After grading the sandbox may be used again: hide the graded files and report."""
+        self._exec(f"rm -rf {report_dir}", user="root", timeout=60)
+        self._helper("put", json.dumps(list(task.withheld_paths)), stdin=_tar_of({}))
+
+    def _install_grader(self, report_dir: str) -> None:
+        command = (
+            f"mkdir -p {GRADER_DIR}/plugin && cat > {GRADER_DIR}/plugin/{PLUGIN_MODULE}.py"
+            f" && chmod 0644 {GRADER_DIR}/plugin/{PLUGIN_MODULE}.py"
+            f" && mkdir -m 0777 {report_dir}"
+        )
+        done = self._exec(command, user="root", stdin=PLUGIN_SOURCE.encode(), timeout=60)
+        if not done.ok:
+            raise SandboxError(f"cannot install the grader: {done.output}")
+
+    def _restore_task_files(self, task: TaskSpec, prepared: PreparedRepo) -> None:
+        """Withheld files from the task; protected runner files reset to their base content."""
+        listed = self._helper("protected", json.dumps(sorted(PROTECTED_NAMES))).output
+        present = {line for line in listed.splitlines() if line}
+        writes = {p: c for p, c in prepared.protected_base.items() if c is not None}
+        writes.update({p: c for p, c in prepared.restore_files.items() if c is not None})
+        deletes = (present - set(prepared.protected_base)) | set(prepared.restore_files)
+        deletes |= set(prepared.protected_base)
+        self._helper("put", json.dumps(sorted(deletes)), stdin=_tar_of(writes))

@@ -1,0 +1,236 @@
+"""`TaskSpec`, where a task's repository comes from, and loaders for public dataset rows.
+
+Implements issue #8 "Deliver / TaskSpec" and DESIGN.md §3 swe-sandbox: a task is a repository
+at a base commit plus a problem statement, a gold patch, the test patch whose files are graded,
+the FAIL_TO_PASS / PASS_TO_PASS lists and the test command; the reward contract lives in
+`swe_sandbox._results.reward_contract`.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import attrs
+
+from swe_sandbox._errors import TaskSpecError
+from swe_sandbox._patch import files_in_patch
+
+#: Test command used when a row does not name one: our report plugin is injected either way.
+DEFAULT_TEST_COMMAND = "python3 -m pytest -rA -p no:cacheprovider"
+
+
+class RepoKind(enum.Enum):
+    """Where the repository of a task comes from."""
+
+    DIRECTORY = "directory"  # a local directory (a git checkout or a plain tree)
+    TARBALL = "tarball"  # a local .tar/.tar.gz/.tgz archive of the tree (an sdist, say)
+    IMAGE = "image"  # a prebuilt Docker image holding the repository at `path_in_image`
+
+
+@attrs.frozen(kw_only=True)
+class RepoSource:
+    """A task's repository source.
+
+    Use the constructors `RepoSource.directory`, `.tarball` and `.image`.
+    """
+
+    kind: RepoKind
+    location: str
+    path_in_image: str = "/testbed"
+    strip_components: int = 0
+
+    @classmethod
+    def directory(cls, path: str | Path) -> RepoSource:
+        return cls(kind=RepoKind.DIRECTORY, location=str(path))
+
+    @classmethod
+    def tarball(cls, path: str | Path, *, strip_components: int = 0) -> RepoSource:
+        """An archive; `strip_components` drops leading path parts (1 for an sdist)."""
+        return cls(kind=RepoKind.TARBALL, location=str(path), strip_components=strip_components)
+
+    @classmethod
+    def image(cls, reference: str, *, path_in_image: str = "/testbed") -> RepoSource:
+        return cls(kind=RepoKind.IMAGE, location=reference, path_in_image=path_in_image)
+
+
+def _check_relative_path(path: str, field: str) -> str:
+    pure = PurePosixPath(path)
+    if not path or pure.is_absolute() or ".." in pure.parts:
+        raise TaskSpecError(f"{field}: {path!r} must be a relative path inside the repository")
+    return str(pure)
+
+
+def _str_tuple(value: Any, field: str) -> tuple[str, ...]:
+    """Accept a list or a JSON-encoded list (SWE-bench stores lists as JSON strings)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value.strip() else []
+        except json.JSONDecodeError as exc:
+            raise TaskSpecError(f"{field}: not a JSON list: {exc}") from exc
+    if value is None:
+        return ()
+    if not isinstance(value, Sequence) or not all(isinstance(v, str) for v in value):
+        raise TaskSpecError(f"{field}: expected a list of strings, got {type(value).__name__}")
+    return tuple(value)
+
+
+@attrs.frozen(kw_only=True)
+class TaskSpec:
+    """One SWE task and its reward contract.
+
+    Attributes:
+        instance_id: unique id (SWE-bench ``instance_id``), also used in image tags and labels.
+        repo: where the repository comes from.
+        base_commit: commit the agent starts from; ``None`` for a plain tree (it becomes the
+            single commit of a fresh repository).
+        problem_statement: the issue text the agent sees.
+        gold_patch: the reference fix (a unified diff); never enters the agent's sandbox.
+        test_patch: diff adding/updating the graded tests; withheld until grading.
+        graded_files: paths restored from the task before grading and withheld before; by
+            default every file the test patch touches.
+        fail_to_pass: test ids (pytest node ids) that must pass after the fix.
+        pass_to_pass: test ids that must keep passing.
+        test_command: shell command run in the repo root to grade (our report plugin is added
+            through ``PYTEST_ADDOPTS``; results never come from its stdout).
+        result_parser: ``"pytest-report"`` (the out-of-reach per-test report; the default).
+        runner_files: extra task-owned files (path -> content) restored for grading only,
+            e.g. a ``run_tests.sh``; withheld like the graded tests.
+        setup_commands: commands run (as the agent user, before any agent turn) after copy-in.
+    """
+
+    instance_id: str
+    repo: RepoSource
+    base_commit: str | None = None
+    problem_statement: str = ""
+    gold_patch: str = ""
+    test_patch: str = ""
+    graded_files: tuple[str, ...] = attrs.field(default=())
+    fail_to_pass: tuple[str, ...] = ()
+    pass_to_pass: tuple[str, ...] = ()
+    test_command: str = DEFAULT_TEST_COMMAND
+    result_parser: str = "pytest-report"
+    runner_files: Mapping[str, str] = attrs.field(factory=dict)
+    setup_commands: tuple[str, ...] = ()
+
+    def __attrs_post_init__(self) -> None:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,199}", self.instance_id or ""):
+            raise TaskSpecError(
+                f"instance_id {self.instance_id!r}: use letters, digits and ._@+- only"
+            )
+        if self.base_commit is not None and not re.fullmatch(
+            r"[0-9a-fA-F]{4,64}", self.base_commit
+        ):
+            raise TaskSpecError(f"base_commit {self.base_commit!r} is not a hex commit id")
+        if self.result_parser != "pytest-report":
+            raise TaskSpecError(f"result_parser {self.result_parser!r}: only 'pytest-report'")
+        if not self.test_command.strip():
+            raise TaskSpecError("test_command is empty")
+        for path in (*self.graded_files, *self.runner_files):
+            _check_relative_path(path, "graded_files/runner_files")
+        if not self.graded_files and self.test_patch:
+            object.__setattr__(self, "graded_files", files_in_patch(self.test_patch))
+
+    @property
+    def withheld_paths(self) -> tuple[str, ...]:
+        """Every path the agent must not see and grading restores from the task."""
+        return tuple(dict.fromkeys((*self.graded_files, *self.runner_files)))
+
+    @property
+    def graded_tests(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys((*self.fail_to_pass, *self.pass_to_pass)))
+
+
+def _required(row: Mapping[str, Any], *names: str) -> list[Any]:
+    missing = [n for n in names if n not in row or row[n] is None]
+    if missing:
+        raise TaskSpecError(f"row {row.get('instance_id', '?')!r} lacks fields {missing}")
+    return [row[n] for n in names]
+
+
+def swebench_image_name(instance_id: str) -> str:
+    """The image tag the SWE-bench harness gives an instance (``__`` becomes ``_1776_``)."""
+    return f"sweb.eval.x86_64.{instance_id.replace('__', '_1776_').lower()}:latest"
+
+
+def task_from_swebench_row(
+    row: Mapping[str, Any], *, repo: RepoSource | None = None, test_command: str | None = None
+) -> TaskSpec:
+    """Build a task from a SWE-bench (or SWE-bench Verified/Lite/Pro) row.
+
+    Fields used: ``instance_id, base_commit, patch, test_patch, problem_statement,
+    FAIL_TO_PASS, PASS_TO_PASS`` (the two lists may be JSON strings, as published).
+    `repo` defaults to the harness's per-instance image with the tree at ``/testbed``.
+    """
+    instance_id, base_commit, patch, test_patch = _required(
+        row, "instance_id", "base_commit", "patch", "test_patch"
+    )
+    return TaskSpec(
+        instance_id=instance_id,
+        repo=repo or RepoSource.image(swebench_image_name(instance_id)),
+        base_commit=base_commit,
+        problem_statement=row.get("problem_statement", "") or "",
+        gold_patch=patch,
+        test_patch=test_patch,
+        fail_to_pass=_str_tuple(row.get("FAIL_TO_PASS"), "FAIL_TO_PASS"),
+        pass_to_pass=_str_tuple(row.get("PASS_TO_PASS"), "PASS_TO_PASS"),
+        test_command=test_command or DEFAULT_TEST_COMMAND,
+    )
+
+
+def task_from_swerebench_row(row: Mapping[str, Any], *, repo: RepoSource | None = None) -> TaskSpec:
+    """Build a task from a SWE-rebench row.
+
+    Same fields as SWE-bench plus ``install_config`` (a dict or JSON string whose ``test_cmd``
+    becomes the test command) and, when present, ``docker_image`` / ``image_name``.
+    """
+    config: Any = row.get("install_config") or {}
+    if isinstance(config, str):
+        try:
+            config = json.loads(config)
+        except json.JSONDecodeError as exc:
+            raise TaskSpecError(f"install_config: not JSON: {exc}") from exc
+    test_cmd = config.get("test_cmd") if isinstance(config, Mapping) else None
+    if isinstance(test_cmd, list):
+        test_cmd = " && ".join(test_cmd)
+    image = row.get("docker_image") or row.get("image_name")
+    if repo is None and image:
+        repo = RepoSource.image(str(image))
+    return task_from_swebench_row(row, repo=repo, test_command=test_cmd or None)
+
+
+def task_from_r2egym_row(row: Mapping[str, Any], *, repo: RepoSource | None = None) -> TaskSpec:
+    """Build a task from an R2E-Gym (R2E-Gym-Lite / -Subset) row.
+
+    Fields used: ``repo_name, docker_image, commit_hash, problem_statement,
+    expected_output_json`` (test name -> ``"PASSED"``/``"FAILED"``...). R2E-Gym publishes only
+    the post-fix pattern, so tests expected to pass become `pass_to_pass` (an unfixed tree
+    still fails some of them, so the contract holds); the image's tree is the buggy one, hence
+    no base commit is checked out.
+    """
+    repo_name, docker_image, commit_hash = _required(
+        row, "repo_name", "docker_image", "commit_hash"
+    )
+    expected: Any = row.get("expected_output_json") or {}
+    if isinstance(expected, str):
+        try:
+            expected = json.loads(expected)
+        except json.JSONDecodeError as exc:
+            raise TaskSpecError(f"expected_output_json: not JSON: {exc}") from exc
+    if not isinstance(expected, Mapping):
+        raise TaskSpecError("expected_output_json must map test names to outcomes")
+    passing = tuple(sorted(k for k, v in expected.items() if str(v).upper() == "PASSED"))
+    safe_name = re.sub(r"[^A-Za-z0-9._-]", "-", str(repo_name))
+    return TaskSpec(
+        instance_id=f"{safe_name}@{str(commit_hash)[:12]}",
+        repo=repo or RepoSource.image(str(docker_image)),
+        base_commit=None,
+        problem_statement=row.get("problem_statement", "") or "",
+        gold_patch=str(row.get("patch", "") or ""),
+        test_patch=str(row.get("test_patch", "") or ""),
+        pass_to_pass=passing,
+    )
