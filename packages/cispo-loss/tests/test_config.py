@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-
 from cispo_loss import ConfigError, LengthPenalty, LossConfig, RewardShaping
 
 

@@ -6,11 +6,10 @@ import math
 
 import pytest
 import torch
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from cispo_loss import InputError, LossConfig, cispo_loss, default_normalizer
 from cispo_loss.reference import reference_cispo_loss
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 F64 = torch.float64
 
@@ -362,7 +361,8 @@ def test_bf16_logprobs_compute_in_float32() -> None:
     )
     assert out.loss.dtype == torch.float32
     out.loss.backward()
-    assert lp.grad is not None and lp.grad.dtype == torch.bfloat16
+    assert lp.grad is not None
+    assert lp.grad.dtype == torch.bfloat16
 
 
 def test_overflowing_ratio_is_masked_without_nan() -> None:
@@ -377,7 +377,8 @@ def test_overflowing_ratio_is_masked_without_nan() -> None:
             lp, rollout, torch.tensor([-1.0]), torch.ones(1, 2, dtype=torch.bool), config=config
         )
         (g,) = grads(out.loss, lp)
-        assert torch.isfinite(out.loss) and torch.isfinite(g).all()
+        assert torch.isfinite(out.loss)
+        assert torch.isfinite(g).all()
         # PPO never clips the high side of a negative advantage; its exp() is clamped instead
         expected_high = 0.0 if config.ratio_control == "ppo_clip" else 0.5
         assert out.metrics["masked_frac_high"] == expected_high
