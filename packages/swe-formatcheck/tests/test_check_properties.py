@@ -27,6 +27,11 @@ def _first_param_block(raw: str) -> str:
     return raw[start:end]
 
 
+def _glue_text(raw: str, call: ToolCall) -> str:
+    tag = f"<parameter={next(iter(call.arguments))}>"
+    return raw.replace(tag, tag + "x", 1)
+
+
 XML_MUTATORS: dict[str, Mutator] = {
     "drop_think_close": lambda raw, _: (
         raw.replace("</think>", "", 1),
@@ -82,11 +87,9 @@ XML_MUTATORS: dict[str, Mutator] = {
         {},
         Code.NESTED_TAG,
     ),
-    "no_canonical_newline": lambda raw, _: (
-        raw.replace("\n</parameter>", "</parameter>", 1),
-        {},
-        Code.MALFORMED_PARAMETER,
-    ),
+    # Text glued to the opening tag: the body no longer starts with the canonical newline (dropping
+    # a newline instead could land on another valid value when the value itself ends in one).
+    "no_canonical_newline": lambda raw, call: (_glue_text(raw, call), {}, Code.MALFORMED_PARAMETER),
     "truncated": lambda raw, _: (raw, {"stopped": False}, Code.TRUNCATED),
 }
 

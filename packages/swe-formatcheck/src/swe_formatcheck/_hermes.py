@@ -46,6 +46,10 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+# One decoder for all calls: json.loads(..., object_pairs_hook=...) builds a new one every time.
+_DECODER = json.JSONDecoder(object_pairs_hook=_object_hook, parse_constant=_reject_constant)
+
+
 class HermesDialect:
     """Parser for the ``hermes`` body (see the module docstring)."""
 
@@ -64,9 +68,7 @@ class HermesDialect:
     @staticmethod
     def _call(scanner: TurnScanner, body: str, offset: int) -> None:
         try:
-            decoded = json.loads(
-                body, object_pairs_hook=_object_hook, parse_constant=_reject_constant
-            )
+            decoded = _DECODER.decode(body)
         except (ValueError, RecursionError) as exc:
             # ValueError covers JSONDecodeError and the int-digits limit; RecursionError is
             # what the C scanner raises on deep nesting such as a megabyte of "[".

@@ -71,6 +71,7 @@ def read_tag_name(text: str, pos: int) -> tuple[str | None, int]:
     if end < 0:
         return None, pos
     name = text[pos:end]
-    if not name or "<" in name or any(char.isspace() for char in name):
+    # split() == [name] is "no whitespace at all", tested in C rather than per character.
+    if "<" in name or name.split() != [name]:
         return None, end + 1
     return name, end + 1
