@@ -112,6 +112,7 @@ class Deck:
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise InvalidConfigError(f"seed must be a non-negative int, got {seed!r}")
         self._records = [TaskRecord(task_id) for task_id in ids]
+        self._ids = ids
         self._index = index
         self._active = [True] * len(ids)
         self._active_count = len(ids)
@@ -131,7 +132,7 @@ class Deck:
 
     @property
     def task_ids(self) -> tuple[str, ...]:
-        return tuple(r.task_id for r in self._records)
+        return tuple(self._ids)
 
     @property
     def rules(self) -> EvictionRules:
@@ -201,7 +202,7 @@ class Deck:
         size = _count(k, "k")
         chosen, new_pass_at = self._sampler.draw(size, self._active, self._active_count)
         return Draw(
-            task_ids=tuple(self._records[i].task_id for i in chosen),
+            task_ids=tuple([self._ids[i] for i in chosen]),
             pass_index=self._sampler.pass_index,
             new_pass_at=new_pass_at,
             exhausted=len(chosen) < size,

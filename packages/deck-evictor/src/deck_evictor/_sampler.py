@@ -37,21 +37,26 @@ class PassSampler:
         chosen: list[int] = []
         chosen_set: set[int] = set()
         new_pass_at: int | None = None
+        # Locals, not attributes, in the hot loop: this is most of sample()'s cost at 100k tasks.
+        order, cursor = self._order, self._cursor
         while len(chosen) < k:
-            while self._cursor < len(self._order) and not active[self._order[self._cursor]]:
-                self._cursor += 1
-            if self._cursor < len(self._order):
-                index = self._order[self._cursor]
+            end = len(order)
+            while cursor < end and not active[order[cursor]]:
+                cursor += 1
+            if cursor < end:
+                index = order[cursor]
                 if index in chosen_set:
                     break  # only the tail of a pass begun in this draw: no more fresh tasks
-                self._cursor += 1
+                cursor += 1
                 chosen.append(index)
                 chosen_set.add(index)
                 continue
             if new_pass_at is not None or active_count == 0:
                 break  # a pass begun in this draw is spent: fewer active tasks than k
             self._start_pass(active, chosen_set)
+            order, cursor = self._order, 0
             new_pass_at = len(chosen)
+        self._cursor = cursor
         return chosen, new_pass_at
 
     def _start_pass(self, active: Sequence[bool], taken: set[int]) -> None:
