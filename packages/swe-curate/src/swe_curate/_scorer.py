@@ -1,0 +1,152 @@
+"""The scorer: swe-sandbox's grader, exactly as training uses it (paper §4: counterfactuals are
+"scored with the training scorer"), plus a host-side view of a task's buggy tree for judges.
+
+A :class:`Scorer` applies a patch to the task's buggy tree inside a sandbox and grades it with
+the reward contract; ``run`` executes a command on a patched tree (the instrumentation probes of
+Pipeline 1 and of test strengthening). :class:`SandboxScorer` keeps one sandbox per task and
+resets it between patches (a reset is ~0.1 s against ~1 s for a fresh sandbox).
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from typing import Protocol
+
+from swe_sandbox._backend import Backend
+from swe_sandbox._errors import PatchApplyError as SandboxPatchApplyError
+from swe_sandbox._errors import SandboxError
+from swe_sandbox._limits import Limits
+from swe_sandbox._prepare import prepare_repo
+from swe_sandbox._results import ExecResult, GradeResult
+from swe_sandbox._sandbox import Sandbox
+from swe_sandbox._task import TaskSpec
+
+from swe_curate._errors import PatchApplyError, ScorerError
+
+
+class Scorer(Protocol):
+    """Grades patches against a task's buggy tree."""
+
+    def grade(self, task: TaskSpec, patch: str) -> GradeResult:
+        """Apply ``patch`` (may be empty: the buggy tree) and grade with the reward contract."""
+        ...
+
+    def run(self, task: TaskSpec, patch: str, command: str, *, timeout: float) -> ExecResult:
+        """Apply ``patch``, restore the graded tests from the task, run ``command`` in the
+        repository root."""
+        ...
+
+
+class SandboxScorer:
+    """:class:`Scorer` on a swe-sandbox backend (namespace or Docker).
+
+    Raises :class:`swe_curate.PatchApplyError` when a patch does not apply and
+    :class:`ScorerError` for every other sandbox failure, so a pipeline can record either
+    against the task and move on.
+    """
+
+    def __init__(self, backend: Backend, limits: Limits | None = None) -> None:
+        self.backend = backend
+        self.limits = limits or Limits()
+        self._sandbox: Sandbox | None = None
+        self._task_id: str | None = None
+        self.grades = 0
+
+    def __enter__(self) -> SandboxScorer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the live sandbox, if any (idempotent)."""
+        sandbox, self._sandbox, self._task_id = self._sandbox, None, None
+        if sandbox is not None:
+            sandbox.close()
+
+    def _fresh(self, task: TaskSpec) -> Sandbox:
+        try:
+            if self._sandbox is None or self._task_id != task.instance_id:
+                self.close()
+                self._sandbox = Sandbox.create(task, self.backend, self.limits)
+                self._task_id = task.instance_id
+            else:
+                self._sandbox.reset(task)
+        except SandboxError as exc:
+            self.close()
+            raise ScorerError(f"{task.instance_id}: cannot start a sandbox: {exc}") from exc
+        return self._sandbox
+
+    def _patched(self, task: TaskSpec, patch: str) -> Sandbox:
+        sandbox = self._fresh(task)
+        try:
+            sandbox.apply_patch(patch)
+        except SandboxPatchApplyError as exc:
+            raise PatchApplyError(str(exc)) from exc
+        return sandbox
+
+    def grade(self, task: TaskSpec, patch: str) -> GradeResult:
+        sandbox = self._patched(task, patch)
+        try:
+            result = sandbox.grade()
+        except SandboxError as exc:
+            self.close()
+            raise ScorerError(f"{task.instance_id}: grading failed: {exc}") from exc
+        self.grades += 1
+        return result
+
+    def run(self, task: TaskSpec, patch: str, command: str, *, timeout: float) -> ExecResult:
+        sandbox = self._patched(task, patch)
+        try:
+            # The graded tests are withheld from the tree; write them back exactly as grading
+            # would (from the task, never from the patched tree).
+            for path, content in prepare_repo(task).restore_files.items():
+                if content is not None:
+                    sandbox.write_file(path, content)
+            return sandbox.run(command, timeout=timeout)
+        except SandboxError as exc:
+            self.close()
+            raise ScorerError(f"{task.instance_id}: command failed: {exc}") from exc
+
+
+class TaskTree:
+    """Host-side read-only view of a task's buggy tree *with the graded tests restored*.
+
+    Built from swe-sandbox's prepared repository (the very tree the agent starts from) plus the
+    task's restore files, so the judge reads what grading will run.
+    """
+
+    def __init__(self, task: TaskSpec) -> None:
+        try:
+            prepared = prepare_repo(task)
+        except SandboxError as exc:
+            raise ScorerError(f"{task.instance_id}: cannot prepare the repository: {exc}") from exc
+        files: dict[str, bytes] = {}
+        with tarfile.open(fileobj=io.BytesIO(prepared.tar_bytes)) as archive:
+            for member in archive.getmembers():
+                name = member.name.removeprefix("./")
+                if not member.isfile() or name.startswith(".git/"):
+                    continue
+                extracted = archive.extractfile(member)
+                if extracted is not None:
+                    files[name] = extracted.read()
+        for path, content in prepared.restore_files.items():
+            if content is None:
+                files.pop(path, None)
+            else:
+                files[path] = content
+        self._files = files
+
+    def read_file(self, path: str) -> str:
+        """UTF-8 text of a file; ``FileNotFoundError`` if absent, ``ValueError`` if binary."""
+        path = path.removeprefix("./")
+        if path not in self._files:
+            raise FileNotFoundError(path)
+        try:
+            return self._files[path].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path} is not UTF-8 text") from exc
+
+    def list_files(self) -> list[str]:
+        return sorted(self._files)
