@@ -109,6 +109,12 @@ def test_reasoning_modes() -> None:
     assert check("\n\n" + THINK + LS + "\n", reasoning="required").ok
 
 
+def test_only_ascii_whitespace_counts_as_whitespace() -> None:
+    assert check(THINK + LS + "\u3000").codes == ("text_after_call",)
+    assert check(THINK + LS.replace("<function=", "\x1c<function=")).codes == ("stray_text",)
+    assert check("\u2028").codes[0] == "text_before_call"
+
+
 def test_whitespace_between_structural_tags_is_tolerated() -> None:
     raw = (
         THINK

@@ -84,6 +84,14 @@ def test_custom_submit_tool_name() -> None:
     assert gate.observe(LIST, 1).reason is GateReason.SUBMITTED
 
 
+def test_state_is_read_only() -> None:
+    gate = EpisodeGate()
+    with pytest.raises(AttributeError):
+        gate.reason = GateReason.SUBMITTED  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        gate.turns = 0  # type: ignore[misc]
+
+
 def test_closed_gate_refuses_more_turns() -> None:
     gate = EpisodeGate()
     gate.observe(INVALID, 1)

@@ -7,6 +7,7 @@ from typing import Final, Literal
 
 from swe_formatcheck._codes import Code
 from swe_formatcheck._hermes import HermesDialect
+from swe_formatcheck._lexer import WHITESPACE
 from swe_formatcheck._qwen_xml import QwenXmlDialect
 from swe_formatcheck._scan import Dialect, TurnScanner
 from swe_formatcheck._tools import ToolCall, ToolSpec, resolve_tools
@@ -58,7 +59,7 @@ def check_turn(
     verdict, in time linear in its length.
     """
     spec_by_name = _validate_arguments(raw, tools, dialect, reasoning, stopped, think_prefilled)
-    if not raw or raw.isspace():
+    if not raw.strip(WHITESPACE):
         empty = [Violation(Code.EMPTY_TURN, 0, "the turn is empty")]
         if not stopped:
             empty.append(Violation(Code.TRUNCATED, len(raw), "cut off before the stop token"))

@@ -87,16 +87,37 @@ class EpisodeGate:
         default="terminate", validator=_check_on_invalid
     )
     submit_tool: str = attrs.field(default="submit")
-    turns: int = attrs.field(default=0, init=False)
-    tokens: int = attrs.field(default=0, init=False)
-    invalid_turns: int = attrs.field(default=0, init=False)
-    reason: GateReason | None = attrs.field(default=None, init=False)
+    # Episode state: private so that only `observe` moves it; read through the properties below.
+    _turns: int = attrs.field(default=0, init=False)
+    _tokens: int = attrs.field(default=0, init=False)
+    _invalid_turns: int = attrs.field(default=0, init=False)
+    _reason: GateReason | None = attrs.field(default=None, init=False)
     _previous_call: ToolCall | None = attrs.field(default=None, init=False, repr=False)
+
+    @property
+    def turns(self) -> int:
+        """Turns observed so far."""
+        return self._turns
+
+    @property
+    def tokens(self) -> int:
+        """Running token total of the trajectory."""
+        return self._tokens
+
+    @property
+    def invalid_turns(self) -> int:
+        """Turns whose verdict was not ok."""
+        return self._invalid_turns
+
+    @property
+    def reason(self) -> GateReason | None:
+        """Why the episode was terminated, or ``None`` while it continues."""
+        return self._reason
 
     @property
     def done(self) -> bool:
         """Whether the episode has been terminated."""
-        return self.reason is not None
+        return self._reason is not None
 
     @property
     def tainted(self) -> bool:
@@ -130,18 +151,18 @@ class EpisodeGate:
             raise TypeError(f"n_tokens must be int, got {type(n_tokens).__name__}")
         if n_tokens < 0:
             raise ValueError(f"n_tokens must be >= 0, got {n_tokens}")
-        if self.reason is not None:
-            raise GateClosedError(f"the episode already ended ({self.reason.value})")
-        self.turns += 1
-        self.tokens += n_tokens
-        self.reason = self._decide(verdict)
-        return GateDecision(self.reason is not None, self.reason)
+        if self._reason is not None:
+            raise GateClosedError(f"the episode already ended ({self._reason.value})")
+        self._turns += 1
+        self._tokens += n_tokens
+        self._reason = self._decide(verdict)
+        return GateDecision(self._reason is not None, self._reason)
 
     def _decide(self, verdict: TurnVerdict) -> GateReason | None:
         call = verdict.call if verdict.ok else None
         previous, self._previous_call = self._previous_call, call
         if call is None:
-            self.invalid_turns += 1
+            self._invalid_turns += 1
             if self.on_invalid == "terminate":
                 return GateReason.INVALID_FORMAT
         elif call == previous:

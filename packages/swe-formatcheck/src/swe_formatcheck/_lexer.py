@@ -26,6 +26,10 @@ XML_CALL_MARKERS = (CALL_OPEN, CALL_CLOSE, FUNC_OPEN, FUNC_CLOSE, PARAM_OPEN, PA
 #: The hermes dialect has only the envelope as markup; the rest is JSON.
 HERMES_CALL_MARKERS = (CALL_OPEN, CALL_CLOSE)
 
+#: The whitespace allowed around the turn and between structural tags. ASCII only on purpose:
+#: ``str.isspace`` also accepts e.g. U+001C..U+001F and U+3000, which no template ever writes.
+WHITESPACE = " \t\n\r"
+
 #: Longest ``NAME`` looked at in ``<function=NAME>`` / ``<parameter=NAME>``. Bounding the search
 #: for ``>`` keeps a megabyte of ``<parameter=`` without ``>`` linear.
 TAG_NAME_SCAN = 256

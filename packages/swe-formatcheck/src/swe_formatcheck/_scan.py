@@ -15,7 +15,14 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from swe_formatcheck._codes import Code
-from swe_formatcheck._lexer import CALL_OPEN, THINK_CLOSE, THINK_MARKERS, THINK_OPEN, MarkerFinder
+from swe_formatcheck._lexer import (
+    CALL_OPEN,
+    THINK_CLOSE,
+    THINK_MARKERS,
+    THINK_OPEN,
+    WHITESPACE,
+    MarkerFinder,
+)
 from swe_formatcheck._tools import ToolSpec
 from swe_formatcheck._verdict import Violation
 
@@ -94,7 +101,7 @@ class TurnScanner:
             pos, body = self._consume_reasoning(0)
             self.reasoning = body[:-1] if body.endswith("\n") else body
         else:
-            start = len(self.text) - len(self.text.lstrip())
+            start = len(self.text) - len(self.text.lstrip(WHITESPACE))
             if self.text.startswith(THINK_OPEN, start):
                 pos, body = self._consume_reasoning(start + len(THINK_OPEN))
                 self.reasoning = _strip_one_newline(body)
@@ -152,9 +159,8 @@ def first_text(text: str, start: int, end: int) -> int:
     if start >= end:
         return -1
     segment = text[start:end]
-    if segment.isspace():
-        return -1
-    return start + len(segment) - len(segment.lstrip())
+    rest = segment.lstrip(WHITESPACE)
+    return start + len(segment) - len(rest) if rest else -1
 
 
 def _strip_one_newline(body: str) -> str:
