@@ -381,3 +381,21 @@ def test_snapshot_reports_engine_in_flight(engines: list[Any]) -> None:
         await task
 
     asyncio.run(scenario())
+
+
+def test_engine_that_missed_a_refresh_is_marked_down(
+    engines: list[Any], make_engine: Callable[..., Any]
+) -> None:
+    async def scenario() -> None:
+        router = Router(engines[:1])
+        await router.refresh("ckpt-1", 1)
+        late = make_engine("late")  # still serving version 0
+        router.drain("e0")
+        router.add_engine(late)
+        lease = await router.acquire("g", 1)
+        with pytest.raises(EngineFailedError, match="reported policy version 0, router is at 1"):
+            await lease.generate(request())
+        assert lease.versions[0].num_tokens == 0  # nothing stale was recorded
+        assert router.snapshot().engines[-1].state is EngineState.DOWN
+
+    asyncio.run(scenario())

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Sequence
 
 import attrs
 
+from load_router._errors import ConfigError
 from load_router._sim_config import POLICY_NAMES, SimConfig, SimResult
 from load_router._simulate import simulate
 
@@ -145,7 +147,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     as_json = args.pop("json")
     if args["max_resident_per_engine"] == 0:
         args["max_resident_per_engine"] = None
-    config = SimConfig(**args)
+    try:
+        config = SimConfig(**args)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     baseline, candidate = run_comparison(config)
     verdict = wins(baseline, candidate)
     if as_json:

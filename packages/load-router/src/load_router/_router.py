@@ -199,7 +199,9 @@ class Router:
         self._largest_cap = max(caps, default=0)
 
     def add_engine(self, engine: Engine) -> None:
-        """Register ``engine`` (already loaded with the router's current version) at runtime.
+        """Register ``engine`` at runtime; it must already serve the router's current version.
+
+        An engine whose results report another version is marked down on its first turn.
 
         A DOWN engine's id may be reused: the new engine replaces the failed one.
         """
@@ -393,6 +395,14 @@ class Router:
             if self._running == 0:
                 self._idle.set()
         self._raise_if_ended(lease)
+        if result.policy_version != self._version:
+            # Refresh never overlaps generate, so every token must carry the router's version;
+            # anything else is an engine that missed a refresh and samples from stale weights.
+            reason = (
+                f"reported policy version {result.policy_version}, router is at {self._version}"
+            )
+            self.mark_down(lease.engine_id, reason)
+            raise EngineFailedError(lease.engine_id, reason)
         lease.versions[request.rollout_index].append(result.policy_version, len(result.token_ids))
         return result
 

@@ -1,0 +1,76 @@
+"""``python -m load_router simulate``: table, JSON and help text."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import attrs
+import pytest
+from load_router import SimConfig
+from load_router._cli import OPTION_HELP, main
+
+FAST = [
+    "--updates",
+    "6",
+    "--warmup-updates",
+    "1",
+    "--engines",
+    "2",
+    "--max-outstanding-groups",
+    "12",
+]
+
+
+def test_table_names_all_four_figures(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", *FAST]) == 0
+    out = capsys.readouterr().out
+    for label in ("stale drops / update", "mean policy lag", "update time", "tokens/s"):
+        assert label in out
+    assert "session-hash (no cap)" in out
+    assert "least-loaded (cap 40)" in out
+    assert "figures:" in out
+
+
+def test_json_output_and_options_reach_the_config(capsys: pytest.CaptureFixture[str]) -> None:
+    main(
+        ["simulate", *FAST, "--policy", "round-robin", "--max-resident-per-engine", "16", "--json"]
+    )
+    payload = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert payload["baseline"]["policy"] == "session-hash"
+    assert payload["baseline"]["max_resident_per_engine"] is None
+    assert payload["candidate"]["policy"] == "round-robin"
+    assert payload["candidate"]["max_resident_per_engine"] == 16
+    assert payload["candidate"]["measured_updates"] == 5
+    assert set(payload["candidate_wins"]) == {
+        "stale_drops_per_update",
+        "mean_lag",
+        "update_s",
+        "tokens_per_s",
+    }
+
+
+def test_help_explains_every_option() -> None:
+    assert set(OPTION_HELP) == {f.name for f in attrs.fields(SimConfig)}
+    completed = subprocess.run(
+        [sys.executable, "-m", "load_router", "simulate", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    for name in OPTION_HELP:
+        assert "--" + name.replace("_", "-") in completed.stdout
+    assert "--no-invalidate-caches" in completed.stdout
+
+
+def test_bad_option_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["simulate", "--policy", "random"])
+    assert caught.value.code == 2
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_bad_config_value_exits_2_with_message(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--engines", "0"]) == 2
+    assert "engines must be > 0" in capsys.readouterr().err
