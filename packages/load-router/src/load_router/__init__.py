@@ -34,7 +34,8 @@ from load_router._router import (
     Router,
     RouterSnapshot,
 )
-from load_router._simulate import SimConfig, SimResult, simulate
+from load_router._sim_config import SimConfig, SimResult, UpdateRecord
+from load_router._simulate import simulate
 from load_router._version import __version__
 from load_router._versions import (
     GroupRecord,
@@ -82,6 +83,7 @@ __all__ = [
     "TokenVersions",
     "UnknownEngineError",
     "UpdateLagStats",
+    "UpdateRecord",
     "__version__",
     "simulate",
     "stable_hash",

@@ -12,6 +12,7 @@ import heapq
 import math
 import random
 from collections import deque
+from typing import cast
 
 from load_router._engine import GenerateRequest, GenerateResult
 from load_router._policies import LeastLoaded, PlacementPolicy, RoundRobin, SessionHash
@@ -23,7 +24,11 @@ _EPS = 1e-9
 
 
 def _policy(name: str) -> PlacementPolicy:
-    return {"least-loaded": LeastLoaded(), "session-hash": SessionHash()}.get(name, RoundRobin())
+    if name == "least-loaded":
+        return LeastLoaded()
+    if name == "session-hash":
+        return SessionHash()
+    return RoundRobin()
 
 
 class _Handle:
@@ -205,7 +210,7 @@ class _Simulation:
             elif kind == "trained":
                 self.on_trained()
             else:
-                engine, version = payload  # type: ignore[misc]
+                engine, version = cast(tuple[SimEngine, int], payload)
                 self.on_refreshed(engine, version)
         return self.result()
 

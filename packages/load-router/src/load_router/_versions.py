@@ -72,12 +72,16 @@ class TokenVersions:
         return f"TokenVersions({self._runs!r})"
 
 
+def _as_rollouts(rollouts: Iterable[TokenVersions]) -> tuple[TokenVersions, ...]:
+    return tuple(rollouts)
+
+
 @attrs.frozen
 class GroupRecord:
     """A finished group as the trainer sees it: its id and the token versions of each rollout."""
 
     group_id: str
-    rollouts: tuple[TokenVersions, ...] = attrs.field(converter=tuple)
+    rollouts: tuple[TokenVersions, ...] = attrs.field(converter=_as_rollouts)
 
     @property
     def oldest_version(self) -> int | None:
