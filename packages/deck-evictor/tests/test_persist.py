@@ -14,7 +14,7 @@ from types import ModuleType
 
 import pytest
 from deck_evictor import CorruptStateError, Deck, EvictionRules, ForeignStateError, ReplayPolicy
-from deck_evictor._persist import encode
+from deck_evictor._persist import encode, write_state
 
 WRITER = Path(__file__).with_name("_kill_writer.py")
 
@@ -126,6 +126,30 @@ def test_a_checksummed_but_inconsistent_payload_is_corrupt(tmp_path: Path) -> No
         path.write_bytes(encode(payload))
         with pytest.raises(CorruptStateError):
             Deck.load(path)
+
+
+def test_a_state_that_cannot_be_encoded_never_replaces_a_good_file(tmp_path: Path) -> None:
+    path = tmp_path / "deck.state"
+    busy_deck().save(path)
+    good = path.read_bytes()
+    with pytest.raises(ValueError, match="JSON"):
+        write_state(path, {"rate": float("nan")})  # strict JSON has no NaN: refused up front
+    assert path.read_bytes() == good
+
+
+def test_empty_deck_round_trips(tmp_path: Path) -> None:
+    deck = Deck([], seed=0)
+    assert deck.sample(3).exhausted
+    deck.save(tmp_path / "empty.state")
+    assert Deck.load(tmp_path / "empty.state").state_dict() == deck.state_dict()
+
+
+def test_state_dict_is_a_copy() -> None:
+    deck = busy_deck()
+    state = deck.state_dict()
+    state["sampler"]["order"].clear()
+    state["tasks"]["groups"][0] = 99
+    assert deck.state_dict() != state
 
 
 def test_missing_file_is_an_os_error(tmp_path: Path) -> None:

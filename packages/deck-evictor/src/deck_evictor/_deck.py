@@ -253,7 +253,10 @@ class Deck:
         return retirement
 
     def reactivate(self, task_id: str) -> None:
-        """Put a retired task back into the active deck (it joins the next pass).
+        """Put a retired task back into the active deck.
+
+        It is drawn again within the current pass if the pass has not reached it yet, otherwise
+        in the next pass; its zero-run restarts and its training counts are kept.
 
         Raises :class:`NotRetiredError` if the task is active.
         """

@@ -72,7 +72,7 @@ class PassSampler:
         """JSON-able state: generator state, permutation, cursor, pass index."""
         return {
             "rng": self._rng.bit_generator.state,
-            "order": self._order,
+            "order": list(self._order),  # a copy: callers may mutate what they are given
             "cursor": self._cursor,
             "pass_index": self.pass_index,
         }
