@@ -183,6 +183,20 @@ def test_duplicate_and_malformed_ids_are_refused() -> None:
         Deck(["a", 1], seed=0)  # type: ignore[list-item]
     with pytest.raises(InvalidConfigError):
         Deck(["a"], seed=-1)
+    with pytest.raises(InvalidConfigError, match="single string"):
+        Deck("abc", seed=0)
+    with pytest.raises(InvalidConfigError):
+        Deck(["a"], rules={"easy": None}, seed=0)  # type: ignore[arg-type]
+
+
+def test_membership_and_repr() -> None:
+    deck = Deck(["a", "b"], seed=0)
+    deck.record("a", 8, 8)
+    assert "a" in deck
+    assert "z" not in deck
+    assert ["a"] not in deck
+    assert len(deck) == 2
+    assert "2 tasks, 1 active, 1 retired" in repr(deck)
 
 
 def test_update_clock_only_moves_forward() -> None:

@@ -101,6 +101,12 @@ class Deck:
         replay: ReplayPolicy = _DEFAULT_REPLAY,
         seed: int = 0,
     ) -> None:
+        if isinstance(task_ids, str | bytes):
+            raise InvalidConfigError("task_ids must be an iterable of ids, not a single string")
+        if not isinstance(rules, EvictionRules) or not isinstance(replay, ReplayPolicy):
+            raise InvalidConfigError(
+                f"rules/replay must be EvictionRules/ReplayPolicy, got {rules!r}, {replay!r}"
+            )
         ids = list(task_ids)
         for task_id in ids:
             if not isinstance(task_id, str) or not task_id:
@@ -128,7 +134,16 @@ class Deck:
         return len(self._records)
 
     def __contains__(self, task_id: object) -> bool:
-        return task_id in self._index
+        try:
+            return task_id in self._index
+        except TypeError:  # unhashable: certainly not one of our ids
+            return False
+
+    def __repr__(self) -> str:
+        return (
+            f"Deck({len(self)} tasks, {self._active_count} active, {len(self._retired)} retired, "
+            f"update={self._update}, pass={self._sampler.pass_index}, rules={self._rules!r})"
+        )
 
     @property
     def task_ids(self) -> tuple[str, ...]:
