@@ -19,7 +19,8 @@ def test_good_task_is_admitted_with_binding_assertions(
     assert rec.verdict is Verdict.ADMITTED, rec.reason
     m = rec.measurements
     assert m["fail_to_pass"] == ["tests/test_ops.py::test_clamp_matches_reference"]
-    assert m["buggy_reward"] == [0, 0] and m["gold_reward"] == [1, 1]
+    assert m["buggy_reward"] == [0, 0]
+    assert m["gold_reward"] == [1, 1]
     (binding,) = m["binding_assertions"]
     assert binding["test"] == "tests/test_ops.py::test_clamp_matches_reference"
     assert binding["source"] == "assert clamp(x, -5, 7) == min(max(x, -5), 7)"

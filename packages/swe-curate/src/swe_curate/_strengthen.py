@@ -112,10 +112,14 @@ def strengthen_task(
             Verdict.NOT_STRENGTHENABLE,
             f"judge verdict is {judge_record.verdict.value}, not too_loose",
         )
+    # Equivalent mutants (no probe tells them from gold) are not wrong patches: no test can
+    # reject them without rejecting gold too.
     wrong = [
         e["patch"]
         for e in judge_record.evidence
-        if e.get("kind") == "wrong" and e.get("reward") is not None
+        if e.get("kind") == "wrong"
+        and e.get("reward") is not None
+        and not e.get("equivalent_suspect")
     ]
     surviving = [
         e["patch"]
