@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import operator
 import os
-from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -31,7 +30,6 @@ from deck_evictor._config import (
 )
 from deck_evictor._curriculum import SEED_003_FILTER, split_by_solve_rate
 from deck_evictor._errors import (
-    DuplicateTaskError,
     InvalidConfigError,
     InvalidResultError,
     NotRetiredError,
@@ -51,7 +49,7 @@ from deck_evictor._records import (
 from deck_evictor._replay import select_probes, should_reactivate, summarise
 from deck_evictor._sampler import PassSampler
 from deck_evictor._state import deck_from_payload, deck_to_payload
-from deck_evictor._tasks import TaskRecord
+from deck_evictor._tasks import TaskRecord, validated_ids
 
 _PAPER_RULES = EvictionRules()
 _DEFAULT_REPLAY = ReplayPolicy()
@@ -101,27 +99,30 @@ class Deck:
         replay: ReplayPolicy = _DEFAULT_REPLAY,
         seed: int = 0,
     ) -> None:
-        if isinstance(task_ids, str | bytes):
-            raise InvalidConfigError("task_ids must be an iterable of ids, not a single string")
+        ids, index = validated_ids(task_ids)
+        self._install([TaskRecord(task_id) for task_id in ids], ids, index, rules, replay, seed)
+
+    def _install(
+        self,
+        records: list[TaskRecord],
+        ids: list[str],
+        index: dict[str, int],
+        rules: EvictionRules,
+        replay: ReplayPolicy,
+        seed: int,
+    ) -> None:
+        """Set every attribute from validated parts (shared by ``__init__`` and loading)."""
         if not isinstance(rules, EvictionRules) or not isinstance(replay, ReplayPolicy):
             raise InvalidConfigError(
                 f"rules/replay must be EvictionRules/ReplayPolicy, got {rules!r}, {replay!r}"
             )
-        ids = list(task_ids)
-        for task_id in ids:
-            if not isinstance(task_id, str) or not task_id:
-                raise InvalidConfigError(f"task ids must be non-empty str, got {task_id!r}")
-        index = {task_id: i for i, task_id in enumerate(ids)}
-        if len(index) != len(ids):
-            dupes = sorted(t for t, count in Counter(ids).items() if count > 1)
-            raise DuplicateTaskError(f"duplicate task ids: {dupes[:10]!r} ({len(dupes)} in all)")
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise InvalidConfigError(f"seed must be a non-negative int, got {seed!r}")
-        self._records = [TaskRecord(task_id) for task_id in ids]
+        self._records = records
         self._ids = ids
         self._index = index
-        self._active = [True] * len(ids)
-        self._active_count = len(ids)
+        self._active = [record.reason is None for record in records]
+        self._active_count = sum(self._active)
         self._retired: dict[str, Retirement] = {}
         self._rules = rules
         self._replay = replay

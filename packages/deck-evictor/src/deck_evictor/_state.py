@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from deck_evictor._config import EvictionRules, ReplayPolicy
 from deck_evictor._errors import CorruptStateError, DeckError
 from deck_evictor._sampler import PassSampler
-from deck_evictor._tasks import from_columns, to_columns
+from deck_evictor._tasks import from_columns, to_columns, validated_ids
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -56,15 +56,16 @@ def deck_from_payload(cls: type[Deck], payload: Mapping[str, Any]) -> Deck:
 
 def _rebuild(cls: type[Deck], payload: Mapping[str, Any]) -> Deck:
     records = from_columns(payload["tasks"])
-    deck = cls(
-        [r.task_id for r in records],
-        rules=EvictionRules(**payload["rules"]),
-        replay=ReplayPolicy(**payload["replay"]),
-        seed=payload["seed"],
+    ids, index = validated_ids(r.task_id for r in records)
+    deck = cls.__new__(cls)
+    deck._install(
+        records,
+        ids,
+        index,
+        EvictionRules(**payload["rules"]),
+        ReplayPolicy(**payload["replay"]),
+        payload["seed"],
     )
-    deck._records = records
-    deck._active = [r.reason is None for r in records]
-    deck._active_count = sum(deck._active)
     order = payload["retired_order"]
     retired_ids = {r.task_id for r in records if r.reason is not None}
     if not isinstance(order, list) or len(order) != len(retired_ids) or set(order) != retired_ids:

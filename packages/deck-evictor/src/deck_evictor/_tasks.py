@@ -7,11 +7,14 @@ training statistics the eviction rules and the curriculum filter read.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
 
 from deck_evictor._config import RetireReason
+from deck_evictor._errors import DuplicateTaskError, InvalidConfigError
 from deck_evictor._records import ForgettingStat, Retirement, TaskStats
 
 #: Integer counters saved column-wise, in this order.
@@ -112,6 +115,21 @@ class TaskRecord:
         self.consecutive_zero = 0
 
 
+def validated_ids(task_ids: Iterable[str]) -> tuple[list[str], dict[str, int]]:
+    """The ids as a list plus their positions; refuses a bare string, non-str, empty, duplicates."""
+    if isinstance(task_ids, str | bytes):
+        raise InvalidConfigError("task_ids must be an iterable of ids, not a single string")
+    ids = list(task_ids)
+    if not set(map(type, ids)) <= {str} or "" in ids:
+        bad = next(t for t in ids if not isinstance(t, str) or not t)
+        raise InvalidConfigError(f"task ids must be non-empty str, got {bad!r}")
+    index = {task_id: i for i, task_id in enumerate(ids)}
+    if len(index) != len(ids):
+        dupes = sorted(t for t, count in Counter(ids).items() if count > 1)
+        raise DuplicateTaskError(f"duplicate task ids: {dupes[:10]!r} ({len(dupes)} in all)")
+    return ids, index
+
+
 def to_columns(records: list[TaskRecord]) -> dict[str, Any]:
     """Column-wise JSON-able form: one list per field, compact and fast to (de)serialise."""
     columns: dict[str, Any] = {
@@ -135,7 +153,7 @@ def from_columns(columns: dict[str, Any]) -> list[TaskRecord]:
         if not isinstance(values, list) or len(values) != length:
             raise ValueError(f"column {name!r} does not match the {length} task ids")
     for name, values in counters.items():
-        if not all(type(value) is int for value in values):  # bool is not a counter either
+        if not set(map(type, values)) <= {int}:  # exact type: bool is not a counter either
             raise TypeError(f"column {name!r} holds a non-integer")
     parsed = [None if reason is None else RetireReason(reason) for reason in reasons]
     columns_in_order = [counters[name] for name in COUNTERS]
