@@ -217,3 +217,31 @@ def test_arbitrary_text_never_raises_and_ok_means_one_call(
             ).call
             == verdict.call
         )
+
+
+@given(
+    required_calls(without(ALL_MARKUP)),
+    without(ALL_MARKUP),
+    st.lists(
+        st.tuples(st.integers(0, 10_000), st.sampled_from((*ALL_MARKUP, *FRAGMENTS, "x"))),
+        min_size=1,
+        max_size=3,
+    ),
+)
+def test_near_valid_turns_are_either_rejected_or_read_back_exactly(
+    spec_call: tuple[ToolSpec, ToolCall], reasoning: str, edits: list[tuple[int, str]]
+) -> None:
+    """Splice fragments into a valid turn: whatever is accepted must be unambiguous, i.e. its
+    canonical rendering is accepted with the same call (no reading depends on leniency)."""
+    spec, call = spec_call
+    raw = render_turn(reasoning, call)
+    for at, fragment in edits:
+        at %= len(raw) + 1
+        raw = raw[:at] + fragment + raw[at:]
+    verdict = _verdict(raw, spec, {})
+    if verdict.call is None:
+        assert verdict.codes
+        return
+    again = check_turn(render_turn(verdict.reasoning, verdict.call), tools=(spec,))
+    assert again.call == verdict.call
+    assert again.reasoning == verdict.reasoning
