@@ -20,8 +20,6 @@ envelope at them, so accepting them would let the executed call differ from the 
 
 from __future__ import annotations
 
-from typing import Final
-
 from swe_formatcheck._codes import Code
 from swe_formatcheck._lexer import (
     CALL_CLOSE,
@@ -36,8 +34,6 @@ from swe_formatcheck._lexer import (
 )
 from swe_formatcheck._scan import TurnScanner, first_text
 
-_ENVELOPE: Final = 0
-_FUNCTION: Final = 1
 _ALL_MARKERS = (*XML_CALL_MARKERS, *THINK_MARKERS)
 
 
@@ -61,8 +57,7 @@ class QwenXmlDialect:
         """Parse from just after ``<tool_call>``; return the index after ``</tool_call>``."""
         text = scanner.text
         envelope_at = pos - len(CALL_OPEN)
-        state = _ENVELOPE
-        function: _Function | None = None
+        function: _Function | None = None  # the open <function=...>, if any
         functions = 0
         while True:
             at, marker = scanner.finder.find(pos, _ALL_MARKERS)
@@ -80,20 +75,20 @@ class QwenXmlDialect:
                 elif not functions:
                     scanner.flag(Code.FUNCTION_MISSING, at, "envelope without <function=NAME>")
                 return after
-            if state == _FUNCTION and function is not None:
+            if function is not None:
                 if marker == PARAM_OPEN:
                     pos = self._parameter(scanner, function, at, after)
                     continue
                 if marker == FUNC_CLOSE:
                     self._end_function(scanner, function, closed=True)
-                    function, state, pos = None, _ENVELOPE, after
+                    function, pos = None, after
                     continue
             elif marker == FUNC_OPEN:
                 functions += 1
                 if functions == 2:
                     scanner.flag(Code.MULTIPLE_CALLS, at, "a second <function=...> in the call")
                 name, pos = self._tag_name(scanner, at, after)
-                function, state = _Function(name, at), _FUNCTION
+                function = _Function(name, at)
                 continue
             pos = self._misplaced(scanner, marker, at, after)
 
@@ -112,7 +107,7 @@ class QwenXmlDialect:
         elif marker in (CALL_OPEN, FUNC_OPEN):
             scanner.flag(Code.NESTED_TAG, at, f"{marker} inside an open element")
         else:
-            scanner.flag(Code.STRAY_TAG, at, f"{marker} with nothing open to close")
+            scanner.flag(Code.STRAY_TAG, at, f"{marker} where nothing open can take it")
         if marker == FUNC_OPEN:
             _, after = read_tag_name(scanner.text, after)
         return after
