@@ -58,6 +58,9 @@ class GradeResult:
         reasons: why the reward is 0 (empty when it is 1), human-readable, stable prefixes.
         report_found: the out-of-reach report existed and parsed.
         duration_s: wall time of restore + test run + collection.
+        report: every test id the report recorded -> outcome (graded or not); what curation
+            uses to measure FAIL_TO_PASS / PASS_TO_PASS on buggy and gold trees.
+        collection_errors: node ids that failed to collect.
     """
 
     reward: int
@@ -66,6 +69,8 @@ class GradeResult:
     reasons: tuple[str, ...] = ()
     report_found: bool = True
     duration_s: float = 0.0
+    report: Mapping[str, TestOutcome] = attrs.field(factory=dict)
+    collection_errors: tuple[str, ...] = ()
 
     @property
     def resolved(self) -> bool:

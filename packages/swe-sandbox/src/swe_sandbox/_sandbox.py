@@ -393,6 +393,8 @@ class Sandbox:
             reasons=reasons,
             report_found=report.exit_status is not None,
             duration_s=elapsed,
+            report=dict(report.outcomes),
+            collection_errors=report.collection_errors,
         )
 
     def _withhold_again(self, task: TaskSpec, report_dir: str) -> None:
