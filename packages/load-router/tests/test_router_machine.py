@@ -149,7 +149,7 @@ class RouterMachine(RuleBasedStateMachine):
         return sorted(r for r, s in self.state.items() if s == "active")
 
     # ---------------------------------------------------------------- rules
-    @initialize(caps=st.lists(st.integers(1, 12), min_size=1, max_size=3))
+    @initialize(caps=st.lists(st.integers(1, 6), min_size=1, max_size=3))
     def build(self, caps: list[int]) -> None:
         engines = [self.new_engine(cap) for cap in caps]
         self.router = Router(engines)
@@ -161,13 +161,13 @@ class RouterMachine(RuleBasedStateMachine):
         return InstantEngine(engine_id, cap, self.version)  # joins at the current version
 
     @precondition(lambda self: len(self.engines) < 5)
-    @rule(cap=st.integers(1, 12))
+    @rule(cap=st.integers(1, 6))
     def add_engine(self, cap: int) -> None:
         self.router.add_engine(self.new_engine(cap))
         self.dispatch()
         self.step()
 
-    @rule(size=st.integers(1, 12))
+    @rule(size=st.integers(1, 6))
     def acquire(self, size: int) -> None:
         rid = self.next_rid
         self.next_rid += 1
@@ -313,5 +313,7 @@ class RouterMachine(RuleBasedStateMachine):
             assert not self.tasks[rid].done()
 
 
-RouterMachine.TestCase.settings = settings(RouterMachine.TestCase.settings, stateful_step_count=50)
+RouterMachine.TestCase.settings = settings(
+    RouterMachine.TestCase.settings, stateful_step_count=50, max_examples=300
+)
 TestRouterMachine = RouterMachine.TestCase
