@@ -17,6 +17,7 @@ from swe_curate._counterfactual import (
     Counterfactual,
     FunctionRewrite,
     Kind,
+    longest_block,
     render_variants,
     variants_at_sites,
 )
@@ -91,7 +92,7 @@ def _fresh(name: str, used: set[str]) -> str:
 
 def reorder_independent(func: ChangedFunction) -> Iterator[tuple[str, ast.AST]]:
     """Swap two adjacent pure assignments that neither read nor write each other's names."""
-    for index in range(64):
+    for index in range(longest_block(func.node) - 1):
 
         def select(node: ast.AST) -> bool:
             return isinstance(getattr(node, "body", None), list) and isinstance(

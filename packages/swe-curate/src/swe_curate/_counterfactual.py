@@ -73,6 +73,14 @@ def variants_at_sites(
         yield label, clone
 
 
+def longest_block(node: ast.AST) -> int:
+    """Length of the longest statement list (``body``) under ``node``: bounds per-index loops."""
+    return max(
+        (len(body) for n in ast.walk(node) if isinstance(body := getattr(n, "body", None), list)),
+        default=0,
+    )
+
+
 def replace_child(root: ast.AST, old: ast.AST, new: ast.AST) -> bool:
     """Replace ``old`` by ``new`` wherever it hangs under ``root``; True if found."""
     for parent in ast.walk(root):

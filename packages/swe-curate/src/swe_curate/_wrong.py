@@ -16,6 +16,7 @@ from swe_curate._counterfactual import (
     Counterfactual,
     FunctionRewrite,
     Kind,
+    longest_block,
     render_variants,
     variants_at_sites,
 )
@@ -67,7 +68,10 @@ def invert_condition(func: ChangedFunction) -> Iterator[tuple[str, ast.AST]]:
 
 def weaken_condition(func: ChangedFunction) -> Iterator[tuple[str, ast.AST]]:
     """``a and b`` → ``a`` (each operand dropped in turn); a guarded block made unconditional."""
-    for drop in range(8):
+    widest = max(
+        (len(n.values) for n in ast.walk(func.node) if isinstance(n, ast.BoolOp)), default=0
+    )
+    for drop in range(widest):
 
         def select(node: ast.AST) -> bool:
             return isinstance(node, ast.BoolOp) and func.on_changed_line(node)
@@ -175,7 +179,7 @@ def _next_return_value(stmts: Sequence[ast.stmt]) -> ast.expr | None:
 
 def drop_statement(func: ChangedFunction) -> Iterator[tuple[str, ast.AST]]:
     """Delete one statement the gold patch added or changed (``pass`` if the block empties)."""
-    for index in range(64):
+    for index in range(longest_block(func.node)):
 
         def select(node: ast.AST) -> bool:
             body = getattr(node, "body", None)
