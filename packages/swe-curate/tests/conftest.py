@@ -13,8 +13,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from swe_curate._scorer import SandboxScorer
-from swe_sandbox._errors import SandboxError
-from swe_sandbox._namespace import NamespaceBackend
+from swe_sandbox import NamespaceBackend, SandboxError
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from swe_curate._diff import make_patch
-from swe_sandbox._task import RepoSource, TaskSpec
+from swe_sandbox import RepoSource, TaskSpec
 
 OPS_BUGGY = '''\
 """Small numeric helpers."""

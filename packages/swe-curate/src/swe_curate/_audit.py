@@ -16,8 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
-from swe_sandbox._results import GradeResult, TestOutcome
-from swe_sandbox._task import TaskSpec
+from swe_sandbox import GradeResult, TaskSpec, TestOutcome
 
 from swe_curate._errors import CurateError, PatchApplyError, ScorerError
 from swe_curate._probe import (

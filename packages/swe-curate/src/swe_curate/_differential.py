@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
-from swe_sandbox._task import TaskSpec
+from swe_sandbox import TaskSpec
 
 from swe_curate._errors import CurateError, ScorerError
 from swe_curate._probe import (

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from swe_sandbox._errors import SandboxError
-from swe_sandbox._task import (
+from swe_sandbox import (
     RepoKind,
     RepoSource,
+    SandboxError,
     TaskSpec,
     task_from_r2egym_row,
     task_from_swebench_row,

@@ -22,9 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
-from swe_sandbox._prepare import safe_extract
-from swe_sandbox._results import TestOutcome
-from swe_sandbox._task import DEFAULT_TEST_COMMAND, RepoSource, TaskSpec
+from swe_sandbox import DEFAULT_TEST_COMMAND, RepoSource, TaskSpec, TestOutcome
 
 from swe_curate._diff import make_patch
 from swe_curate._errors import CurateError, MutationError
@@ -135,7 +133,15 @@ def unpack_source(archive: Path, dest: Path) -> Path:
     """Extract an sdist/tarball (dropping its top-level folder) into ``dest``; return it."""
     dest.mkdir(parents=True, exist_ok=True)
     with tarfile.open(archive) as tar:
-        safe_extract(tar, dest, strip_components=1)
+        members = []
+        for member in tar.getmembers():
+            parts = member.name.split("/", 1)
+            if len(parts) < 2 or not parts[1]:
+                continue
+            member.name = parts[1]
+            members.append(member)
+        # The "data" filter refuses absolute paths, links out of dest and special files.
+        tar.extractall(dest, members=members, filter="data")
     return dest
 
 

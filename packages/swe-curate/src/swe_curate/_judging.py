@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
-from swe_sandbox._task import TaskSpec
+from swe_sandbox import TaskSpec
 
 from swe_curate._counterfactual import Counterfactual, Kind
 from swe_curate._differential import candidate_cases, distinguishing

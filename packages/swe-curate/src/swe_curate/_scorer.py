@@ -13,14 +13,17 @@ import io
 import tarfile
 from typing import Protocol
 
-from swe_sandbox._backend import Backend
-from swe_sandbox._errors import PatchApplyError as SandboxPatchApplyError
-from swe_sandbox._errors import SandboxError
-from swe_sandbox._limits import Limits
-from swe_sandbox._prepare import prepare_repo
-from swe_sandbox._results import ExecResult, GradeResult
-from swe_sandbox._sandbox import Sandbox
-from swe_sandbox._task import TaskSpec
+from swe_sandbox import (
+    Backend,
+    ExecResult,
+    GradeResult,
+    Limits,
+    Sandbox,
+    SandboxError,
+    TaskSpec,
+    prepare_repo,
+)
+from swe_sandbox import PatchApplyError as SandboxPatchApplyError
 
 from swe_curate._errors import PatchApplyError, ScorerError
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import attrs
-from swe_sandbox._task import TaskSpec
+from swe_sandbox import TaskSpec
 
 from swe_curate._diff import make_patch
 from swe_curate._differential import ProbeCase, ProbeResult, candidate_cases, distinguishing
