@@ -114,12 +114,12 @@ class DockerSession:
                 raw.close()
             if writer is not None:
                 writer.join(timeout=1.0)
-        if not finished:
-            self.kill_agent_processes()
         info = api.exec_inspect(exec_id)
         code = info.get("ExitCode")
         elapsed = time.monotonic() - started
         timed_out = not finished or (code == 137 and elapsed >= timeout)
+        if timed_out:  # what the group kill missed (forks racing it, setsid escapes)
+            self.kill_agent_processes()
         return ExecResult(
             exit_code=137 if timed_out or code is None else int(code),
             output=sink.text(),

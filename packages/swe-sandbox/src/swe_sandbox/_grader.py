@@ -35,7 +35,9 @@ def _emit(record):
 
 def pytest_configure(config):
     global _REPORT
-    path = os.environ.get("SWE_SANDBOX_REPORT")
+    # Pop the path so code under test, imported later, cannot find the report via the
+    # environment (/grader and the report directory are not listable by the agent uid either).
+    path = os.environ.pop("SWE_SANDBOX_REPORT", None)
     if path and _REPORT is None:
         _REPORT = open(path, "a", encoding="utf-8")
         _emit({"event": "start"})

@@ -155,8 +155,14 @@ class NamespaceSession:
     ) -> ExecResult:
         if self._keepalive_fd is None or self._init.poll() is not None:
             raise SandboxClosedError(f"sandbox {self._id} is closed")
+        # On timeout: the process group dies first, then whatever escaped it (setsid, forks
+        # racing the kill) — every agent process in the sandbox's cgroup but the init.
         return run_bounded(
-            self._argv(command, user, env), timeout=timeout, output_limit=output_limit, stdin=stdin
+            self._argv(command, user, env),
+            timeout=timeout,
+            output_limit=output_limit,
+            stdin=stdin,
+            on_timeout=lambda _pgid: self.kill_agent_processes(),
         )
 
     def kill_agent_processes(self) -> None:

@@ -406,7 +406,7 @@ class Sandbox:
         command = (
             f"mkdir -p {GRADER_DIR}/plugin && cat > {GRADER_DIR}/plugin/{PLUGIN_MODULE}.py"
             f" && chmod 0644 {GRADER_DIR}/plugin/{PLUGIN_MODULE}.py"
-            f" && mkdir -m 0777 {report_dir}"
+            f" && chmod 0711 {GRADER_DIR} && mkdir -m 0733 {report_dir}"
         )
         done = self._exec(command, user="root", stdin=PLUGIN_SOURCE.encode(), timeout=60)
         if not done.ok:
