@@ -1,8 +1,8 @@
 """Child process for the kill test: resume a deck from a state file and keep stepping + saving.
 
 Usage: ``python _kill_writer.py STATE_PATH`` — loads the deck, then forever: run one
-deterministic training step, save atomically, print the update number (after the save returned).
-The parent SIGKILLs it at random instants. ``step`` is imported by the parent too, to build the
+deterministic training step, print ``begin U``, save atomically, print ``saved U``. The parent
+SIGKILLs it at random instants, aimed at the inside of a save. ``step`` is imported by the parent too, to build the
 reference run the file must match.
 """
 
@@ -45,8 +45,9 @@ def main(path: str) -> None:
     deck = Deck.load(path)
     while True:
         step(deck)
+        print("begin", deck.update, flush=True)
         deck.save(path)
-        print(deck.update, flush=True)
+        print("saved", deck.update, flush=True)
 
 
 if __name__ == "__main__":

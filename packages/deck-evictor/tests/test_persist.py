@@ -160,7 +160,7 @@ def test_missing_file_is_an_os_error(tmp_path: Path) -> None:
 def test_sigkill_at_random_instants_leaves_old_or_new_state_and_resumes_exactly(
     tmp_path: Path,
 ) -> None:
-    """Kill a real writer process at random instants, 12 times, resuming from the file each time.
+    """Kill a real writer process at random instants inside saves, 12 times, resuming each time.
 
     After every kill the file must load, hold the state after the last acknowledged save or the
     one after it (a save can finish before its acknowledgement is printed), and equal a reference
@@ -181,19 +181,30 @@ def test_sigkill_at_random_instants_leaves_old_or_new_state_and_resumes_exactly(
             text=True,
         )
         assert child.stdout is not None
-        first = child.stdout.readline()  # the child is up and has finished at least one save
-        assert first.strip().isdigit(), child.stderr.read() if child.stderr else first
-        time.sleep(rng.uniform(0.0, 0.4))
+        acknowledged = reference.update  # what the file held when this writer started
+        # Aim inside a save: wait for the start of a random one of the next few saves, then a
+        # random delay of up to ~one save's duration.
+        for _ in range(rng.randint(1, 3)):
+            line = child.stdout.readline().split()
+            while line and line[0] == "saved":
+                acknowledged = int(line[1])
+                line = child.stdout.readline().split()
+            assert line, child.stderr.read() if child.stderr else "writer died"
+        time.sleep(rng.uniform(0.0, 0.05))
         os.kill(child.pid, signal.SIGKILL)
         out, err = child.communicate()
         assert child.returncode == -signal.SIGKILL, err
-        acknowledged = max(int(line) for line in [first, *out.split()] if line.strip())
+        for kind, number in (line.split() for line in out.splitlines()):
+            if kind == "saved":
+                acknowledged = int(number)
         torn_saves += (tmp_path / "deck.state.tmp").exists()
         on_disk = Deck.load(path)
         assert on_disk.update in (acknowledged, acknowledged + 1)
         while reference.update < on_disk.update:
             writer.step(reference)
         assert on_disk.state_dict() == reference.state_dict()
-    assert reference.update > 12
-    # Saving dominates the writer's loop, so most kills land mid-save; at least one must have.
+    assert reference.update >= 4  # the writers made progress across resumptions
+    # A leftover .tmp proves a kill landed between creating the new file and renaming it (the
+    # phase where a non-atomic writer would tear the state); typically 4-5 of 12 do.
+    print(f"kills inside a save: {torn_saves} of 12")
     assert torn_saves >= 1
