@@ -1,0 +1,34 @@
+"""The in-process torch inference engine: continuous batching over per-sequence hybrid caches,
+full-vocabulary temperature-1 sampling, and cache-invalidating weight refreshes."""
+
+from arctic_swe.engine._config import EngineConfig, FinishReason, Generation
+from arctic_swe.engine._core import CoreCounters, RefreshStats
+from arctic_swe.engine._engine import TorchEngine
+from arctic_swe.engine._errors import (
+    EngineClosedError,
+    EngineError,
+    EngineFailedError,
+    RefreshError,
+    RequestError,
+)
+from arctic_swe.engine._forward import batched_forward
+from arctic_swe.engine._pools import CachePools
+from arctic_swe.engine._sampling import derive_seed, sample_tokens
+
+__all__ = [
+    "CachePools",
+    "CoreCounters",
+    "EngineClosedError",
+    "EngineConfig",
+    "EngineError",
+    "EngineFailedError",
+    "FinishReason",
+    "Generation",
+    "RefreshError",
+    "RefreshStats",
+    "RequestError",
+    "TorchEngine",
+    "batched_forward",
+    "derive_seed",
+    "sample_tokens",
+]

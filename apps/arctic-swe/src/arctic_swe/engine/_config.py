@@ -1,0 +1,75 @@
+"""Engine configuration and the per-turn generation record."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from arctic_swe.engine._errors import EngineError
+
+FinishReason = Literal["stop", "max_tokens", "context", "cancelled"]
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """How a :class:`TorchEngine` runs.
+
+    * ``engine_id`` — the router's registry key.
+    * ``capacity`` — cache slots: the most sequences resident at once (active + parked).
+    * ``seed`` — base of the per-request sampling seeds (request ``n`` gets a seed derived from
+      ``(seed, n)`` unless the caller passes one).
+    * ``stop_token_ids`` — default stop set (the stop token is emitted and recorded).
+    * ``max_seq_len`` — context limit (prompt + generated); ``None``: the model's
+      ``max_position_embeddings``.
+    * ``prefill_chunk`` — the most tokens of one sequence fed in one forward (chunked prefill
+      bounds the attention scratch memory of long prompts).
+    * ``prefill_token_budget`` — the most padded tokens (rows x longest chunk) in one prefill
+      forward; sequences beyond it wait for the next step.
+    * ``device`` — where the caches live (the model's device).
+    """
+
+    engine_id: str = "torch-0"
+    capacity: int = 64
+    seed: int = 0
+    stop_token_ids: tuple[int, ...] = ()
+    max_seq_len: int | None = None
+    prefill_chunk: int = 1024
+    prefill_token_budget: int = 8192
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        if not self.engine_id:
+            raise EngineError("engine_id must be a non-empty string")
+        for name in ("capacity", "prefill_chunk", "prefill_token_budget"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise EngineError(f"{name} must be a positive int, got {value!r}")
+        if self.max_seq_len is not None and self.max_seq_len < 2:
+            raise EngineError(f"max_seq_len must be >= 2, got {self.max_seq_len}")
+        if self.prefill_token_budget < self.prefill_chunk:
+            raise EngineError("prefill_token_budget must be >= prefill_chunk")
+        if any(isinstance(t, bool) or not isinstance(t, int) or t < 0 for t in self.stop_token_ids):
+            raise EngineError("stop_token_ids must be non-negative ints")
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One sampled turn with everything the trainer needs (DESIGN.md §5).
+
+    ``token_ids``, ``logprobs`` (log π_rollout of each sampled token under the full-vocabulary
+    temperature-1 distribution) and ``versions`` (the policy version each token was sampled
+    under) have the same length T. ``cached_prompt_tokens`` is how much of the prompt was
+    already resident (a previous turn of the same rollout), ``prefilled_tokens`` how many were
+    computed for this call.
+    """
+
+    token_ids: tuple[int, ...]
+    logprobs: tuple[float, ...]
+    versions: tuple[int, ...]
+    finish_reason: FinishReason
+    prompt_tokens: int
+    cached_prompt_tokens: int
+    queue_seconds: float
+    seconds: float
+    seed: int
+    stop_token_ids: tuple[int, ...] = field(default=())

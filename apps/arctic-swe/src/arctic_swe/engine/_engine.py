@@ -1,0 +1,317 @@
+"""``TorchEngine``: load-router's ``Engine`` over an in-process torch model.
+
+All compute runs on a worker thread (``asyncio.to_thread``), one scheduling step per hop, so the
+event loop is never blocked for longer than it takes to enqueue a request; a single driver task
+owns the core, so the core is never entered concurrently. Generate calls that arrive while a
+step runs join the next step's batch (continuous batching).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from load_router import GenerateRequest, GenerateResult
+from torch import nn
+
+from arctic_swe.engine._config import EngineConfig, Generation
+from arctic_swe.engine._core import CoreCounters, EngineCore, Job, RefreshStats
+from arctic_swe.engine._errors import (
+    EngineClosedError,
+    EngineFailedError,
+    RefreshError,
+    RequestError,
+)
+from arctic_swe.engine._sampling import derive_seed, make_generator
+from arctic_swe.model import CheckpointError, read_weights
+
+
+@dataclass(eq=False)
+class _Command:
+    """Work on the core that must run between two steps (refresh, forget)."""
+
+    action: Callable[[], object]
+    future: asyncio.Future[Any] = field(repr=False)
+
+
+class TorchEngine:
+    """Continuous-batching inference engine for a Qwen3.5 hybrid policy (DESIGN.md §4).
+
+    Implements :class:`load_router.Engine`. ``model`` is used in place (the engine owns its
+    weights from now on: a refresh overwrites them); it must be a Qwen3.5 causal LM such as
+    :func:`arctic_swe.model.build_policy` returns. ``version`` is the policy version of the
+    initial weights.
+    """
+
+    def __init__(self, model: nn.Module, config: EngineConfig | None = None, *, version: int = 0):
+        if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+            raise RefreshError(f"version must be a non-negative int, got {version!r}")
+        self.config = config or EngineConfig()
+        self._core = EngineCore(model, self.config, version)
+        self._inbox: list[Job] = []
+        self._commands: list[_Command] = []
+        self._futures: dict[Job, asyncio.Future[Generation]] = {}
+        self._driver: asyncio.Task[None] | None = None
+        self._wake: asyncio.Event | None = None
+        self._requests = 0
+        self._latest_version = version
+        self._closed = False
+        self._failure: BaseException | None = None
+        self.last_refresh: RefreshStats | None = None
+
+    # ------------------------------------------------------------ Engine protocol
+    @property
+    def engine_id(self) -> str:
+        """Stable identity (the router's registry key)."""
+        return self.config.engine_id
+
+    @property
+    def capacity(self) -> int:
+        """Cache slots: the most sequences resident at once."""
+        return self.config.capacity
+
+    @property
+    def in_flight(self) -> int:
+        """Generate calls submitted and not yet finished (queued or decoding)."""
+        return len(self._futures)
+
+    @property
+    def version(self) -> int:
+        """The policy version the engine samples under now."""
+        return self._core.version
+
+    @property
+    def resident(self) -> int:
+        """Sequences holding a cache slot (decoding or parked between turns)."""
+        return len(self._core.residents)
+
+    @property
+    def counters(self) -> CoreCounters:
+        """Monotone counters (tokens generated / prefilled / reused, steps, evictions)."""
+        return self._core.counters
+
+    async def generate(self, request: GenerateRequest) -> GenerateResult:
+        """Sample one turn for ``request`` (load-router's contract).
+
+        The result's ``policy_version`` is the *oldest* version among its tokens; it equals
+        every token's version whenever no refresh ran during the call, which the router
+        guarantees. Use :meth:`generate_detailed` for per-token versions.
+        """
+        turn = await self.generate_detailed(request)
+        ids: Any = turn.token_ids  # attrs' tuple converter confuses mypy's generics
+        logprobs: Any = turn.logprobs
+        return GenerateResult(token_ids=ids, logprobs=logprobs, policy_version=min(turn.versions))
+
+    async def generate_detailed(
+        self,
+        request: GenerateRequest,
+        *,
+        stop_token_ids: Iterable[int] | None = None,
+        seed: int | None = None,
+    ) -> Generation:
+        """Sample one turn and return the full record (per-token log-probs and versions,
+        finish reason, prefix reuse, latencies).
+
+        ``stop_token_ids`` overrides the engine's default stop set; ``seed`` fixes the turn's
+        sampling stream (default: derived from the engine seed and a request counter).
+        Raises :class:`RequestError` on a bad request, before any work is queued.
+        """
+        job = self._make_job(request, stop_token_ids, seed)
+        future: asyncio.Future[Generation] = asyncio.get_running_loop().create_future()
+        self._futures[job] = future
+        self._inbox.append(job)
+        self._kick()
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            job.cancelled = True  # the core drops it at its next step and frees the slot
+            raise
+
+    async def refresh(
+        self, weights_ref: str, version: int, *, invalidate_caches: bool = True
+    ) -> None:
+        """Load the checkpoint at ``weights_ref`` (a Hugging Face checkpoint directory or a
+        ``.safetensors`` file) as ``version``; see :meth:`refresh_weights`."""
+        if not isinstance(weights_ref, str) or not weights_ref:
+            raise RefreshError(f"weights_ref must be a path string, got {weights_ref!r}")
+        await self.refresh_weights(weights_ref, version, invalidate_caches=invalidate_caches)
+
+    async def refresh_weights(
+        self,
+        weights: str | Mapping[str, torch.Tensor],
+        version: int,
+        *,
+        invalidate_caches: bool = True,
+    ) -> RefreshStats:
+        """Load new weights (a path, or a state dict from an in-process trainer) and sample
+        under ``version`` from the next step on.
+
+        With ``invalidate_caches`` (the default, paper §3.3) every cache — attention keys and
+        values, convolution history, FP32 recurrent state — is dropped and the retained history
+        of every resident sequence is re-prefilled under the new weights before any of them
+        samples again. ``invalidate_caches=False`` is the stale-cache ablation. Runs between
+        two steps, so it is safe even while generate calls are in flight. Raises
+        :class:`RefreshError` (engine unchanged) on a non-increasing version or weights that
+        do not fit the model.
+        """
+        self._check_open()
+        if isinstance(version, bool) or not isinstance(version, int):
+            raise RefreshError(f"version must be an int, got {version!r}")
+        if version <= self._latest_version:
+            raise RefreshError(f"version {version} is not newer than {self._latest_version}")
+        self._latest_version = version
+
+        def action() -> RefreshStats:
+            try:
+                loaded = read_weights(weights) if isinstance(weights, str) else weights
+                return self._core.refresh(loaded, version, invalidate_caches)
+            except CheckpointError as exc:
+                raise RefreshError(f"refresh to version {version}: {exc}") from exc
+
+        try:
+            stats: RefreshStats = await self._submit(action)
+        except RefreshError:
+            if self._latest_version == version:  # no newer refresh was queued meanwhile
+                self._latest_version = self._core.version
+            raise
+        self.last_refresh = stats
+        return stats
+
+    async def forget(self, token_ids: Iterable[int]) -> int:
+        """Drop the parked cache of a finished rollout (history a prefix of ``token_ids``);
+        returns how many slots were freed. Optional: parked slots are also evicted LRU."""
+        tokens = tuple(token_ids)
+        freed: int = await self._submit(lambda: self._core.forget(tokens))
+        return freed
+
+    async def close(self) -> None:
+        """Stop the driver after its current step; pending calls fail with
+        :class:`EngineClosedError`. Idempotent."""
+        self._closed = True
+        self._kick()
+        if self._driver is not None:
+            await asyncio.gather(self._driver, return_exceptions=True)
+        self._fail_all(EngineClosedError(f"engine {self.engine_id} closed"))
+
+    # ------------------------------------------------------------------ internals
+    def _make_job(
+        self, request: GenerateRequest, stop_token_ids: Iterable[int] | None, seed: int | None
+    ) -> Job:
+        self._check_open()
+        if not isinstance(request, GenerateRequest):
+            raise RequestError(f"expected a GenerateRequest, got {type(request).__name__}")
+        prompt = request.prompt_ids
+        if not prompt:
+            raise RequestError("prompt_ids is empty: the engine needs at least one token")
+        if max(prompt) >= self._core.vocab_size:
+            raise RequestError(f"token id {max(prompt)} >= vocab size {self._core.vocab_size}")
+        if len(prompt) >= self._core.max_seq_len:
+            raise RequestError(
+                f"prompt of {len(prompt)} tokens leaves no room under max_seq_len "
+                f"{self._core.max_seq_len}"
+            )
+        stops = self.config.stop_token_ids if stop_token_ids is None else tuple(stop_token_ids)
+        if any(isinstance(t, bool) or not isinstance(t, int) for t in stops) or any(
+            not 0 <= t < self._core.vocab_size for t in stops
+        ):
+            raise RequestError(f"stop_token_ids {stops} not all in [0, {self._core.vocab_size})")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+            raise RequestError(f"seed must be a non-negative int, got {seed!r}")
+        self._requests += 1
+        chosen = derive_seed(self.config.seed, self._requests) if seed is None else seed
+        device = self._core.pools.device
+        return Job(
+            prompt=prompt,
+            max_new_tokens=request.max_new_tokens,
+            stop=frozenset(stops),
+            seed=chosen,
+            generator=make_generator(chosen, device),
+        )
+
+    def _check_open(self) -> None:
+        if self._failure is not None:
+            raise EngineFailedError(f"engine {self.engine_id} failed: {self._failure!r}")
+        if self._closed:
+            raise EngineClosedError(f"engine {self.engine_id} is closed")
+
+    def _kick(self) -> None:
+        if self._wake is None:
+            self._wake = asyncio.Event()
+        self._wake.set()
+        idle = self._driver is None or self._driver.done()
+        if idle and not self._closed and self._failure is None:
+            self._driver = asyncio.get_running_loop().create_task(self._drive())
+
+    async def _submit(self, action: Callable[[], object]) -> Any:
+        self._check_open()
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._commands.append(_Command(action, future))
+        self._kick()
+        return await asyncio.shield(future)
+
+    async def _drive(self) -> None:
+        assert self._wake is not None
+        while not self._closed:
+            if not (self._inbox or self._commands or self._core.has_work()):
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            commands, self._commands = self._commands, []
+            jobs, self._inbox = self._inbox, []
+            try:
+                outcomes, finished = await asyncio.to_thread(self._step, commands, jobs)
+            except Exception as exc:  # a broken step: fail everything, refuse further work
+                self._failure = exc
+                error = EngineFailedError(f"engine {self.engine_id} step failed: {exc!r}")
+                for command in commands:
+                    _settle(command.future, exc=error)
+                self._fail_all(error)
+                return
+            for command, (ok, value) in zip(commands, outcomes, strict=True):
+                _settle(command.future, result=value) if ok else _settle(command.future, exc=value)
+            for job in finished:
+                future = self._futures.pop(job, None)
+                if future is not None:
+                    _settle(future, result=job.generation())
+
+    def _step(
+        self, commands: list[_Command], jobs: list[Job]
+    ) -> tuple[list[tuple[bool, Any]], list[Job]]:
+        """Worker-thread body: commands first (between two steps), then one step.
+
+        A command's own error (bad weights) is its caller's; anything else is an engine bug
+        and propagates, failing the engine.
+        """
+        outcomes: list[tuple[bool, Any]] = []
+        for command in commands:
+            try:
+                outcomes.append((True, command.action()))
+            except (RefreshError, CheckpointError) as exc:
+                outcomes.append((False, exc))
+        return outcomes, self._core.iterate(jobs)
+
+    def _fail_all(self, error: BaseException) -> None:
+        for job, future in list(self._futures.items()):
+            _settle(future, exc=error)
+            del self._futures[job]
+        self._inbox.clear()
+        for command in self._commands:
+            _settle(command.future, exc=error)
+        self._commands.clear()
+
+
+def _settle(
+    future: asyncio.Future[Any],
+    *,
+    result: object = None,
+    exc: BaseException | None = None,
+) -> None:
+    if future.done():
+        return
+    if exc is not None:
+        future.set_exception(exc)
+    else:
+        future.set_result(result)

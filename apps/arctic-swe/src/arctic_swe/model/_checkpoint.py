@@ -1,0 +1,166 @@
+"""Local Hugging Face checkpoints: save, load, and read weights for an engine refresh.
+
+Nothing is downloaded: every path is a local directory (``config.json`` + ``*.safetensors``)
+as written by ``save_pretrained``; the same code loads any Qwen3.5 text checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file
+from transformers import Qwen3_5ForCausalLM, Qwen3_5TextConfig
+
+from arctic_swe.model._build import install_numerics
+from arctic_swe.model._errors import CheckpointError
+
+_TEXT_MODEL_TYPES = ("qwen3_5_text",)
+
+
+def save_policy(model: Qwen3_5ForCausalLM, path: str | os.PathLike[str]) -> Path:
+    """Write ``model`` as a Hugging Face checkpoint directory (``config.json`` +
+    ``model.safetensors``) at ``path``; returns the path.
+
+    Atomic: the checkpoint is written to a sibling temporary directory and renamed into place,
+    so a crash never leaves a half-written checkpoint where a loader (or an engine refresh)
+    would read it. An existing directory at ``path`` is replaced.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        model.save_pretrained(staging, safe_serialization=True)
+        if target.exists():
+            retired = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
+            target.rename(retired / "checkpoint")
+            staging.rename(target)
+            shutil.rmtree(retired, ignore_errors=True)
+        else:
+            staging.rename(target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return target
+
+
+def load_policy(
+    path: str | os.PathLike[str],
+    *,
+    device: str | torch.device = "cpu",
+    patch_numerics: bool = True,
+) -> Qwen3_5ForCausalLM:
+    """Load a Qwen3.5 text checkpoint from a local directory as an FP32 eval-mode policy
+    (hybrid-numerics installed unless ``patch_numerics=False``).
+
+    Raises :class:`CheckpointError` when the directory, its ``config.json`` or its weights are
+    missing or are not a Qwen3.5 text model.
+    """
+    directory = _checkpoint_dir(path)
+    config = _read_config(directory)
+    try:
+        loader: Any = Qwen3_5ForCausalLM.from_pretrained  # opaque to mypy (decorated)
+        model: Qwen3_5ForCausalLM = loader(
+            directory, config=config, dtype=torch.float32, local_files_only=True
+        )
+    except (OSError, ValueError, RuntimeError, SafetensorError) as exc:
+        raise CheckpointError(f"cannot load weights from {directory}: {exc}") from exc
+    torch.nn.Module.to(model, device=device)  # HF's .to() is untyped
+    torch.nn.Module.eval(model)
+    if patch_numerics:
+        install_numerics(model)
+    return model
+
+
+def read_weights(path: str | os.PathLike[str]) -> dict[str, torch.Tensor]:
+    """All tensors of a checkpoint directory (every ``*.safetensors`` shard) or of a single
+    ``.safetensors`` file, on CPU, keyed by parameter name."""
+    source = Path(path)
+    if source.is_dir():
+        files = sorted(source.glob("*.safetensors"))
+        if not files:
+            raise CheckpointError(f"{source} holds no *.safetensors file")
+    elif source.is_file():
+        files = [source]
+    else:
+        raise CheckpointError(f"weights not found: {source}")
+    weights: dict[str, torch.Tensor] = {}
+    for file in files:
+        try:
+            weights.update(load_file(str(file), device="cpu"))
+        except (OSError, SafetensorError) as exc:
+            raise CheckpointError(f"cannot read {file}: {exc}") from exc
+    return weights
+
+
+@torch.no_grad()
+def assign_weights(model: torch.nn.Module, weights: Mapping[str, torch.Tensor]) -> None:
+    """Copy ``weights`` into ``model``'s parameters and buffers in place, each keeping its own
+    dtype (so FP32 master parameters stay FP32 under a precision policy).
+
+    Every name and shape is checked **before** anything is written: on a
+    :class:`CheckpointError` the model still holds its previous weights. Tied parameters may
+    be absent (``lm_head.weight`` when embeddings are tied).
+    """
+    targets = model.state_dict(keep_vars=True)  # tied aliases included
+    persistent = set(targets)
+    unknown = sorted(set(weights) - persistent)
+    if unknown:
+        raise CheckpointError(f"weights not in the model: {unknown[:5]}")
+    tied = _tied_aliases(model)
+    missing = sorted(persistent - set(weights) - tied)
+    if missing:
+        raise CheckpointError(f"weights missing for: {missing[:5]}")
+    for name, tensor in weights.items():
+        if tuple(tensor.shape) != tuple(targets[name].shape):
+            raise CheckpointError(
+                f"{name}: shape {tuple(tensor.shape)} != model {tuple(targets[name].shape)}"
+            )
+        if not tensor.is_floating_point() and targets[name].is_floating_point():
+            raise CheckpointError(f"{name}: dtype {tensor.dtype} is not floating point")
+    for name, tensor in weights.items():
+        targets[name].copy_(tensor)
+
+
+def _tied_aliases(model: torch.nn.Module) -> set[str]:
+    """State-dict names that alias another parameter (omitted by ``save_pretrained``)."""
+    seen: dict[int, str] = {}
+    aliases: set[str] = set()
+    for name, tensor in model.state_dict(keep_vars=True).items():
+        if id(tensor) in seen:
+            aliases.add(name)
+        seen.setdefault(id(tensor), name)
+    return aliases
+
+
+def _checkpoint_dir(path: str | os.PathLike[str]) -> Path:
+    directory = Path(path)
+    if not directory.is_dir():
+        raise CheckpointError(f"checkpoint directory not found: {directory}")
+    if not (directory / "config.json").is_file():
+        raise CheckpointError(f"{directory} has no config.json")
+    return directory
+
+
+def _read_config(directory: Path) -> Qwen3_5TextConfig:
+    try:
+        raw = json.loads((directory / "config.json").read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CheckpointError(f"unreadable {directory / 'config.json'}: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise CheckpointError(f"{directory / 'config.json'} is not a JSON object")
+    if raw.get("model_type") not in _TEXT_MODEL_TYPES:
+        raise CheckpointError(
+            f"{directory} holds a {raw.get('model_type')!r} model, not a Qwen3.5 text model"
+        )
+    try:
+        return Qwen3_5TextConfig.from_dict(raw)
+    except (TypeError, ValueError) as exc:
+        raise CheckpointError(f"invalid config in {directory}: {exc}") from exc
