@@ -96,3 +96,17 @@ def test_undefined_rates_raise_typed_errors() -> None:
         estimate_rates([[0, 2]])
     with pytest.raises(InvalidResultError):
         simulate_histories(1.5, 0.1, tasks=1, steps=2, seed=0)
+
+
+def test_standard_errors_are_calibrated() -> None:
+    """Across independent simulations ~95 % of estimates lie within 2 standard errors."""
+    g, d = 0.15, 0.05
+    inside_g = inside_d = 0
+    runs = 40
+    for seed in range(runs):
+        estimate = estimate_rates(simulate_histories(g, d, tasks=300, steps=20, seed=seed))
+        inside_g += abs(estimate.g - g) <= 2 * estimate.g_stderr
+        inside_d += abs(estimate.d - d) <= 2 * estimate.d_stderr
+    # Binomial(40, 0.95) falls below 32 with probability < 0.1 %.
+    assert inside_g >= 32
+    assert inside_d >= 32
