@@ -71,9 +71,10 @@ def _run_stage(
     stage: str,
     rows: Iterable[ImportedRow],
     work: Callable[[TaskSpec], TaskRecord | None],
+    wanted: Callable[[str], bool] = lambda instance_id: True,
 ) -> list[TaskRecord]:
     done = store.done(stage)
-    pending = [row for row in rows if row.instance_id not in done]
+    pending = [row for row in rows if row.instance_id not in done and wanted(row.instance_id)]
     console.print(f"{stage}: {len(done)} task(s) already judged, {len(pending)} to go")
     with _progress(console) as progress:
         bar = progress.add_task(stage, total=len(pending), last="")
@@ -92,7 +93,7 @@ def _run_stage(
                 progress.update(bar, last=f"{record.instance_id}: {record.verdict.value}")
             progress.advance(bar)
     records = store.records(stage)
-    console.print(summary_table(records, f"{stage} — {store.path}"))
+    console.print(summary_table(records, f"{stage} — {store.path.name}"))
     return records
 
 
@@ -122,13 +123,16 @@ def cmd_judge(args: argparse.Namespace, console: Console) -> int:
     judge = _judge_from(args)
 
     def work(task: TaskSpec) -> TaskRecord | None:
-        audit = audits.get(task.instance_id)
-        if audit is not None and audit.verdict is not Verdict.ADMITTED:
-            return None  # Pipeline 2 judges only what Pipeline 1 admitted
-        return judge_task(task, scorer, judge, audit)
+        return judge_task(task, scorer, judge, audits.get(task.instance_id))
 
+    def wanted(instance_id: str) -> bool:
+        # Pipeline 2 judges what Pipeline 1 admitted (or everything, when no audit was run).
+        audit = audits.get(instance_id)
+        return audit is None or audit.verdict is Verdict.ADMITTED
+
+    rows = import_rows(args.tasks, RowFormat(args.format))
     with SandboxScorer(_backend(args.backend)) as scorer:
-        _run_stage(console, store, "judge", import_rows(args.tasks, RowFormat(args.format)), work)
+        _run_stage(console, store, "judge", rows, work, wanted)
     return 0
 
 
@@ -170,7 +174,7 @@ def cmd_inject(args: argparse.Namespace, console: Console) -> int:
                 _append_row(Path(args.deck), record.measurements["task"])
             progress.update(bar, last=f"{record.instance_id}: {record.verdict.value}")
             progress.advance(bar)
-    console.print(summary_table(store.records("inject"), f"inject — {store.path}"))
+    console.print(summary_table(store.records("inject"), f"inject — {store.path.name}"))
     return 0
 
 
@@ -178,7 +182,7 @@ def cmd_summary(args: argparse.Namespace, console: Console) -> int:
     store = RecordStore(args.records)
     stages = [args.stage] if args.stage else sorted({r.stage for r in store})
     for stage in stages:
-        console.print(summary_table(store.records(stage), f"{stage} — {store.path}"))
+        console.print(summary_table(store.records(stage), f"{stage} — {store.path.name}"))
     return 0
 
 

@@ -1,0 +1,94 @@
+"""The CLI end to end on a task file with good, loose and broken rows: records, resumption,
+summary tables, and the installed ``swe-curate`` entry point."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import attrs
+import pytest
+from curate_tasks import make_task
+from swe_curate._cli import main
+from swe_curate._importers import task_to_row
+from swe_curate._records import RecordStore
+from swe_curate._scorer import SandboxScorer
+from swe_curate._verdicts import Verdict
+
+
+def _rows(tmp_path: Path) -> Path:
+    good = make_task(tmp_path, "good")
+    loose = make_task(tmp_path, "loose")
+    broken = attrs.evolve(
+        good,
+        instance_id="geom-broken",
+        gold_patch=good.gold_patch.replace("return hi", "return HI"),
+    )
+    path = tmp_path / "tasks.jsonl"
+    lines = [json.dumps(task_to_row(t)) for t in (good, loose, broken)]
+    lines.insert(1, "{this is not json")
+    lines.append(json.dumps({"instance_id": "no-fields"}))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_audit_judge_strengthen_resume_and_summarise(
+    tmp_path: Path, scorer: SandboxScorer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tasks, records, deck = _rows(tmp_path), tmp_path / "records.jsonl", tmp_path / "deck.jsonl"
+    assert main(["audit", str(tasks), "--records", str(records), "--reruns", "1"]) == 0
+    audit = RecordStore(records).latest("audit")
+    assert audit["geom-good"].verdict is Verdict.ADMITTED
+    assert audit["geom-loose"].verdict is Verdict.ADMITTED
+    assert audit["geom-broken"].verdict is Verdict.PATCH_DOES_NOT_APPLY
+    assert audit["row-1"].verdict is Verdict.MALFORMED_ROW
+    assert audit["no-fields"].verdict is Verdict.MALFORMED_ROW
+    out = capsys.readouterr().out
+    assert "admitted" in out
+    assert "40.0%" in out  # 2 of 5 admitted
+
+    assert main(["audit", str(tasks), "--records", str(records)]) == 0  # resumed: nothing to redo
+    assert len(RecordStore(records).records("audit")) == 5
+    assert "5 task(s) already judged, 0 to go" in capsys.readouterr().out
+
+    assert main(["judge", str(tasks), "--records", str(records)]) == 0
+    judged = RecordStore(records).latest("judge")
+    assert set(judged) == {"geom-good", "geom-loose"}  # only what Pipeline 1 admitted
+    assert judged["geom-good"].verdict is Verdict.ACCEPTED
+    assert judged["geom-loose"].verdict is Verdict.TOO_LOOSE
+
+    assert main(["strengthen", str(tasks), "--records", str(records), "--deck", str(deck)]) == 0
+    assert RecordStore(records).latest("strengthen")["geom-loose"].verdict is Verdict.STRENGTHENED
+    (row,) = [json.loads(line) for line in deck.read_text().splitlines()]
+    assert row["instance_id"] == "geom-loose"
+
+    assert main(["summary", "--records", str(records)]) == 0
+    out = capsys.readouterr().out
+    for stage in ("audit", "judge", "strengthen"):
+        assert f"{stage} —" in out
+
+
+def test_entry_point_help_and_bad_input(tmp_path: Path) -> None:
+    exe = shutil.which("swe-curate")
+    if exe is None:
+        pytest.skip("swe-curate entry point not installed in this environment")
+    done = subprocess.run([exe, "--help"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0
+    for command in ("audit", "judge", "strengthen", "inject", "summary"):
+        assert command in done.stdout
+    missing = subprocess.run(
+        [exe, "summary", "--records", str(tmp_path / "none.jsonl")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert missing.returncode == 0
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"instance_id": "a"}\n')
+    broken = subprocess.run(
+        [exe, "summary", "--records", str(bad)], capture_output=True, text=True, check=False
+    )
+    assert broken.returncode == 2
+    assert "not a task record" in broken.stdout
