@@ -70,7 +70,8 @@ def _chunk_forward(
         x.sub_(new_top.unsqueeze(1))  # x now holds x - top
         weights = x.exp()
         tile_norm = weights.sum(dim=1)
-        tile_spread = x.mul_(weights).sum(dim=1)
+        # row-wise dot product: one read of both tiles, no third tile
+        tile_spread = torch.bmm(weights.unsqueeze(1), x.unsqueeze(2)).reshape(-1)
         norm = tile_norm if start == 0 else norm + tile_norm
         spread = tile_spread if start == 0 else spread + tile_spread
         top = new_top
@@ -85,20 +86,36 @@ def _tile_grad(
     entropy: torch.Tensor,
     grad_lp: torch.Tensor | None,
     grad_ent: torch.Tensor | None,
+    temperature: float,
 ) -> torch.Tensor:
-    """∂loss/∂x for one tile, in place on ``x`` (the target one-hot term is added by the caller).
+    """d loss / d (raw logits) for one tile, computed in place on ``x``.
 
-    With ``p = softmax(x)``: ``∂lp/∂x = onehot - p`` and ``∂H/∂x = -p·(log p + H)``.
+    With ``p = softmax(x)``: ``d lp/dx = onehot - p`` and ``dH/dx = -p * (log p + H)``, so
+    ``dx = -p * (g_lp + g_ent*H + g_ent*log p)`` (+ ``g_lp`` at the target, added by the caller).
+    The per-row scalars absorb the sign and the ``1/temperature`` of the raw-logit chain rule,
+    which leaves four passes over the tile: subtract, exp, multiply-add, multiply.
     """
     log_p = x.sub_(lse.unsqueeze(1))
     p = log_p.exp()
+    inv_t = 1.0 / temperature
     if grad_ent is None:
         assert grad_lp is not None
-        return p.mul_(-grad_lp.unsqueeze(1))
-    coeff = log_p.add_(entropy.unsqueeze(1)).mul_(grad_ent.unsqueeze(1))
+        return p.mul_((-inv_t * grad_lp).unsqueeze(1))
+    offset = grad_ent * entropy
     if grad_lp is not None:
-        coeff.add_(grad_lp.unsqueeze(1))
-    return coeff.mul_(p).neg_()
+        offset = offset + grad_lp
+    coeff = torch.addcmul(
+        (-inv_t * offset).unsqueeze(1), log_p, (-inv_t * grad_ent).unsqueeze(1), out=log_p
+    )
+    return coeff.mul_(p)
+
+
+def _accumulate_mm(acc: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
+    """``acc += a @ b``; fused (no temporary) when the dtypes agree, else product then upcast add."""
+    if a.dtype == acc.dtype:
+        acc.addmm_(a, b)
+    else:
+        acc += (a @ b).to(acc.dtype)
 
 
 class _ChunkedTokenLogprobs(torch.autograd.Function):
@@ -154,18 +171,16 @@ class _ChunkedTokenLogprobs(torch.autograd.Function):
             for v0 in range(0, vocab, vocab_chunk):
                 w = weight[v0 : v0 + vocab_chunk]
                 x = _tile_logits(h, w, temperature, dtype)
-                grad_x = _tile_grad(x, lse[rows], entropy[rows], g_lp, g_ent)
+                grad_z = _tile_grad(x, lse[rows], entropy[rows], g_lp, g_ent, temperature)
                 if g_lp is not None:
                     local = tgt - v0
                     hit = ((local >= 0) & (local < w.shape[0])).nonzero().squeeze(1)
-                    grad_x[hit, local[hit]] += g_lp[hit]
-                if temperature != 1.0:
-                    grad_x.div_(temperature)
-                grad_z = grad_x.to(weight.dtype)
+                    grad_z[hit, local[hit]] += g_lp[hit] / temperature
+                grad_z = grad_z.to(weight.dtype)
                 if acc_h is not None:
-                    acc_h += grad_z @ w
+                    _accumulate_mm(acc_h, grad_z, w)
                 if grad_weight is not None:
-                    grad_weight[v0 : v0 + vocab_chunk] += grad_z.T @ h
+                    _accumulate_mm(grad_weight[v0 : v0 + vocab_chunk], grad_z.T, h)
             if grad_hidden is not None and acc_h is not None:
                 grad_hidden[rows] = acc_h
         grad_w = None if grad_weight is None else grad_weight.to(weight.dtype)
