@@ -399,3 +399,26 @@ def test_engine_that_missed_a_refresh_is_marked_down(
         assert router.snapshot().engines[-1].state is EngineState.DOWN
 
     asyncio.run(scenario())
+
+
+def test_refresh_marks_down_an_engine_with_a_hung_turn(engines: list[Any]) -> None:
+    async def scenario() -> None:
+        router = Router(engines[:2], max_resident_per_engine=8)
+        stuck = await router.acquire("a", 4)
+        healthy = await router.acquire("b", 4)
+        engines[0].gate = asyncio.Event()  # never set: the turn hangs
+        hung_turn = asyncio.create_task(stuck.generate(request()))
+        await asyncio.sleep(0)
+        report = await router.refresh("ckpt-1", 1, turn_timeout=0.05)
+        assert report.failed == ("e0",)
+        assert report.refreshed == ("e1",)
+        assert stuck.state is LeaseState.FAILED
+        assert engines[0].invalidations == []  # never refreshed while a turn ran on it
+        assert (await healthy.generate(request())).policy_version == 1
+        engines[0].gate.set()
+        with pytest.raises(EngineFailedError):
+            await hung_turn
+        with pytest.raises(ValueError, match="turn_timeout"):
+            await router.refresh("ckpt-2", 2, turn_timeout=-1)
+
+    asyncio.run(scenario())

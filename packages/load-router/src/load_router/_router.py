@@ -86,14 +86,16 @@ class RefreshReport:
 class _Slot:
     """Mutable registry entry of one engine."""
 
-    __slots__ = ("cap", "drained", "engine", "leases", "resident", "running", "state")
+    __slots__ = ("cap", "drained", "engine", "idle", "leases", "resident", "running", "state")
 
     def __init__(self, engine: Engine, cap: int) -> None:
         self.engine = engine
         self.cap = cap
         self.state = EngineState.UP
         self.resident = 0
-        self.running = 0
+        self.running = 0  # generate calls in progress on this engine
+        self.idle = asyncio.Event()  # set while ``running == 0``
+        self.idle.set()
         self.leases: dict[int, Lease] = {}
         self.drained = asyncio.Event()
 
@@ -144,9 +146,6 @@ class Router:
         self._paused = False
         self._resumed = asyncio.Event()
         self._resumed.set()
-        self._idle = asyncio.Event()  # set while no generate call runs anywhere
-        self._idle.set()
-        self._running = 0
         self._refreshing = False
         self._next_lease_id = 0
         self._counts = dict.fromkeys(LeaseState, 0)
@@ -381,8 +380,7 @@ class Router:
         self._raise_if_ended(lease)
         slot = self._slots[lease.engine_id]
         slot.running += 1
-        self._running += 1
-        self._idle.clear()
+        slot.idle.clear()
         try:
             result = await slot.engine.generate(request)
         except Exception as exc:
@@ -391,9 +389,8 @@ class Router:
             raise EngineFailedError(lease.engine_id, repr(exc)) from exc
         finally:
             slot.running -= 1
-            self._running -= 1
-            if self._running == 0:
-                self._idle.set()
+            if slot.running == 0:
+                slot.idle.set()
         self._raise_if_ended(lease)
         if result.policy_version != self._version:
             # Refresh never overlaps generate, so every token must carry the router's version;
@@ -416,7 +413,12 @@ class Router:
 
     # ----------------------------------------------------------------- refresh
     async def refresh(
-        self, weights_ref: str, version: int, *, invalidate_caches: bool = True
+        self,
+        weights_ref: str,
+        version: int,
+        *,
+        invalidate_caches: bool = True,
+        turn_timeout: float | None = None,
     ) -> RefreshReport:
         """Publish new weights: pause admission → refresh every engine concurrently → resume.
 
@@ -424,8 +426,12 @@ class Router:
         to return, so no generate runs on any engine between pause and resume. Each UP or
         DRAINING engine gets ``refresh(weights_ref, version, invalidate_caches=…)``; one that
         raises is marked down (its leases FAILED). ``invalidate_caches=False`` is the ablation
-        that keeps stale caches.
+        that keeps stale caches. With ``turn_timeout`` (seconds), an engine whose running turns
+        have not returned by then is marked down (reported in ``failed``) instead of holding
+        every engine paused behind a hung turn.
         """
+        if turn_timeout is not None and turn_timeout < 0:
+            raise ConfigError(f"turn_timeout must be >= 0, got {turn_timeout}")
         if self._refreshing:
             raise RefreshInProgressError("a refresh is already running")
         if version <= self._version:
@@ -435,7 +441,7 @@ class Router:
         self._resumed.clear()
         started = time.perf_counter()
         try:
-            await self._idle.wait()
+            failed = await self._wait_for_running_turns(turn_timeout)
             slots = [s for s in self._slots.values() if s.state is not EngineState.DOWN]
             outcomes = await asyncio.gather(
                 *(
@@ -444,7 +450,6 @@ class Router:
                 ),
                 return_exceptions=True,
             )
-            failed: list[str] = []
             for slot, outcome in zip(slots, outcomes, strict=True):
                 if isinstance(outcome, asyncio.CancelledError):
                     raise outcome
@@ -465,6 +470,21 @@ class Router:
             invalidated_caches=invalidate_caches,
             paused_seconds=time.perf_counter() - started,
         )
+
+    async def _wait_for_running_turns(self, timeout: float | None) -> list[str]:
+        """Wait until no generate call runs on a live engine; mark down the ones still busy."""
+        busy = [s for s in self._slots.values() if s.state is not EngineState.DOWN]
+        waits = [asyncio.ensure_future(s.idle.wait()) for s in busy if s.running]
+        if waits:
+            try:
+                await asyncio.wait(waits, timeout=timeout)
+            finally:  # also on cancellation of the refresh itself
+                for task in waits:
+                    task.cancel()
+        hung = [s.engine.engine_id for s in busy if s.running]
+        for engine_id in hung:
+            self.mark_down(engine_id, f"turns still running after {timeout} s at refresh")
+        return hung
 
     # ----------------------------------------------------------------- monitoring
     def snapshot(self) -> RouterSnapshot:
