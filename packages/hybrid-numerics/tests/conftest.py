@@ -17,6 +17,10 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
+# The CI machine has 2 cores shared by several test runs: OpenMP threads that spin-wait for a
+# busy sibling core make a 64x128 matmul ~70x slower (measured). One intra-op thread is stable.
+torch.set_num_threads(1)
+
 
 @dataclass(frozen=True)
 class GDNInputs:
@@ -63,3 +67,25 @@ def rms_rel(actual: torch.Tensor, expected: torch.Tensor) -> float:
 @pytest.fixture
 def gdn_inputs() -> Callable[..., GDNInputs]:
     return make_gdn_inputs
+
+
+def tiny_qwen3_5_config(**overrides: object) -> object:
+    """A tiny random Qwen3.5 text config: 3 GDN layers (GQA 2 -> 4 value heads) + 1 attention."""
+    from transformers import Qwen3_5TextConfig
+
+    fields: dict[str, object] = {
+        "vocab_size": 96,
+        "hidden_size": 64,
+        "intermediate_size": 96,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "linear_key_head_dim": 16,
+        "linear_value_head_dim": 16,
+        "linear_num_key_heads": 2,
+        "linear_num_value_heads": 4,
+        "layer_types": ["linear_attention"] * 3 + ["full_attention"],
+    }
+    fields.update(overrides)
+    return Qwen3_5TextConfig(**fields)
