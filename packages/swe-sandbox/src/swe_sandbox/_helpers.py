@@ -34,6 +34,8 @@ def inside(path):
     return full
 def read(path):
     full = inside(path)
+    if os.path.isdir(full):
+        die(MISSING, "is a directory: %s" % path)
     try:
         fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW)
     except FileNotFoundError:

@@ -80,26 +80,31 @@ def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
 
 
 def safe_extract(archive: tarfile.TarFile, dest: Path, *, strip_components: int = 0) -> None:
-    """Extract regular files and directories only; refuse links, devices and escaping names."""
+    """Extract regular files and directories only; refuse links, devices and escaping names.
+
+    Every member is checked before anything is written, so a refused archive leaves no trace.
+    """
+    plan: list[tuple[tarfile.TarInfo, Path]] = []
     for member in archive.getmembers():
         parts = PurePosixPath(member.name).parts[strip_components:]
         if not parts:
             continue
         if member.name.startswith("/") or ".." in parts:
             raise PathEscapeError(f"archive member {member.name!r} escapes the destination")
-        target = dest.joinpath(*parts)
+        if member.issym() or member.islnk():
+            raise PathEscapeError(f"archive member {member.name!r} is a link: refused")
+        if member.isdir() or member.isfile():  # devices/fifos: meaningless in a tree, skipped
+            plan.append((member, dest.joinpath(*parts)))
+    for member, target in plan:
         if member.isdir():
             target.mkdir(parents=True, exist_ok=True)
-        elif member.isfile():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            source = archive.extractfile(member)
-            assert source is not None
-            with source, open(target, "wb") as out:
-                shutil.copyfileobj(source, out)
-            os.chmod(target, 0o755 if member.mode & 0o111 else 0o644)
-        elif member.issym() or member.islnk():
-            raise PathEscapeError(f"archive member {member.name!r} is a link: refused")
-        # devices/fifos are silently meaningless in a source tree and never created
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        source = archive.extractfile(member)
+        assert source is not None
+        with source, open(target, "wb") as out:
+            shutil.copyfileobj(source, out)
+        os.chmod(target, 0o755 if member.mode & 0o111 else 0o644)
 
 
 def _materialize(task: TaskSpec, scratch: Path) -> Path:
