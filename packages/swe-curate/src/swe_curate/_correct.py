@@ -112,7 +112,7 @@ def reorder_independent(func: ChangedFunction) -> Iterator[tuple[str, ast.AST]]:
             return node
 
         yield from variants_at_sites(
-            func, select, transform, lambda n, i=index: f"swapped statements {i} and {i + 1}"
+            func, select, transform, f"swapped statements {index} and {index + 1}"
         )
 
 
@@ -152,9 +152,7 @@ def equivalent_expression(func: ChangedFunction) -> Iterator[tuple[str, ast.AST]
             left=node.comparators[0], ops=[_MIRROR[type(node.ops[0])]()], comparators=[node.left]
         )
 
-    yield from variants_at_sites(
-        func, is_mirrorable, mirror, lambda n: f"mirrored comparison at line {n.lineno}"
-    )
+    yield from variants_at_sites(func, is_mirrorable, mirror, "mirrored comparison at line {line}")
 
     def is_branching(node: ast.AST) -> bool:
         return (
@@ -169,7 +167,7 @@ def equivalent_expression(func: ChangedFunction) -> Iterator[tuple[str, ast.AST]
         return ast.If(test=_negate(node.test), body=node.orelse, orelse=node.body)
 
     yield from variants_at_sites(
-        func, is_branching, swap, lambda n: f"swapped branches of the if at line {n.lineno}"
+        func, is_branching, swap, "swapped branches of the if at line {line}"
     )
 
 

@@ -52,19 +52,19 @@ def variants_at_sites(
     func: ChangedFunction,
     select: Callable[[ast.AST], bool],
     transform: Callable[[ast.AST], ast.AST | None],
-    describe: Callable[[ast.AST], str],
+    describe: str,
 ) -> Iterator[tuple[str, ast.AST]]:
     """Apply ``transform`` to each selected node of a copy of the function, one site at a time.
 
     ``transform`` may edit the node in place (return it) or return a replacement; returning
-    ``None`` skips the site. Sites are found by the same deterministic walk on the original and
+    ``None`` skips the site. ``describe`` may use ``{line}`` (the site's line). Sites are found by the same deterministic walk on the original and
     on the copy, so the k-th site of one is the k-th site of the other.
     """
     count = sum(1 for node in ast.walk(func.node) if select(node))
     for k in range(count):
         clone = copy.deepcopy(func.node)
         site = [node for node in ast.walk(clone) if select(node)][k]
-        label = describe(site)
+        label = describe.format(line=getattr(site, "lineno", "?"))
         replacement = transform(site)
         if replacement is None:
             continue

@@ -141,7 +141,7 @@ def _drawn(seeds: Sequence[tuple[Any, ...]], count: int) -> list[tuple[Any, ...]
         from hypothesis import strategies as st
     except ImportError:  # hypothesis is optional at run time
         return []
-    strategies = []
+    strategies: list[st.SearchStrategy[Any]] = []
     for value in seeds[0]:
         if isinstance(value, bool):
             strategies.append(st.booleans())

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
 from swe_sandbox import TaskSpec
 
-from swe_curate._diff import make_patch
+from swe_curate._diff import make_patch, touched_paths
 from swe_curate._differential import ProbeCase, ProbeResult, candidate_cases, distinguishing
 from swe_curate._errors import CurateError, PatchApplyError, PatchFormatError, ScorerError
 from swe_curate._importers import task_to_row
@@ -141,16 +141,16 @@ def _strengthen(
     wrong: list[str],
     surviving: list[str],
     measurements: dict[str, Any],
-    record: Any,
+    record: Callable[[Verdict, str], TaskRecord],
 ) -> TaskRecord:
     tree_view = TaskTree(task)
-    gold_sources = {}
+    gold_sources: dict[str, str] = {}
     for path in _touched(task.gold_patch):
         try:
             gold_sources[path] = tree_view.read_file(path)
         except (FileNotFoundError, ValueError):
             continue
-    tests = {}
+    tests: dict[str, str] = {}
     for test_id in task.graded_tests:
         path = test_id.split("::", 1)[0]
         try:
@@ -162,7 +162,7 @@ def _strengthen(
     )
     measurements.update(candidates=len(cases), surviving=len(surviving), known_wrong=len(wrong))
     if not cases:
-        return record(Verdict.NOT_STRENGTHENABLE, "no module-level changed function to probe")  # type: ignore[no-any-return]
+        return record(Verdict.NOT_STRENGTHENABLE, "no module-level changed function to probe")
     gold, differing = distinguishing(scorer, task, cases, surviving)
     chosen = _cover(differing, config.max_new_tests)
     missed = [i for i, found in enumerate(differing) if not found]
@@ -170,7 +170,7 @@ def _strengthen(
         return record(
             Verdict.NOT_STRENGTHENABLE,
             f"no input tells {len(missed)} surviving wrong patch(es) from gold",
-        )  # type: ignore[no-any-return]
+        )
     chosen = [i for i in chosen if gold[i].deterministic_literal]
     new_cases = [cases[i] for i in chosen]
     test_dir = (
@@ -202,7 +202,7 @@ def _strengthen(
         return record(
             Verdict.NOT_STRENGTHENABLE,
             f"gold fails the strengthened suite: {list(gold_grade.reasons)[:3]}",
-        )  # type: ignore[no-any-return]
+        )
     rewards = []
     for patch in wrong:
         try:
@@ -211,17 +211,15 @@ def _strengthen(
             rewards.append(0)
     measurements["wrong_rewards"] = rewards
     if any(rewards):
-        return record(Verdict.NOT_STRENGTHENABLE, f"{sum(rewards)} wrong patch(es) still pass")  # type: ignore[no-any-return]
+        return record(Verdict.NOT_STRENGTHENABLE, f"{sum(rewards)} wrong patch(es) still pass")
     measurements["task"] = task_to_row(strengthened)
     return record(
         Verdict.STRENGTHENED,
         f"{len(new_ids)} test(s) added; gold passes, {len(wrong)} wrong patch(es) fail",
-    )  # type: ignore[no-any-return]
+    )
 
 
 def _touched(patch: str) -> list[str]:
-    from swe_curate._diff import touched_paths
-
     try:
         return touched_paths(patch)
     except PatchFormatError:

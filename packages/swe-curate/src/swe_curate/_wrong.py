@@ -61,9 +61,7 @@ def invert_condition(func: ChangedFunction) -> Iterator[tuple[str, ast.AST]]:
             node.test = ast.UnaryOp(op=ast.Not(), operand=test)
         return node
 
-    yield from variants_at_sites(
-        func, select, transform, lambda n: f"inverted condition at line {n.lineno}"
-    )
+    yield from variants_at_sites(func, select, transform, "inverted condition at line {line}")
 
 
 def weaken_condition(func: ChangedFunction) -> Iterator[tuple[str, ast.AST]]:
@@ -84,7 +82,7 @@ def weaken_condition(func: ChangedFunction) -> Iterator[tuple[str, ast.AST]]:
             return rest[0] if len(rest) == 1 else ast.BoolOp(op=node.op, values=rest)
 
         yield from variants_at_sites(
-            func, select, transform, lambda n, d=drop: f"dropped operand {d} at line {n.lineno}"
+            func, select, transform, f"dropped operand {drop} at line {{line}}"
         )
 
     def select_if(node: ast.AST) -> bool:
@@ -95,9 +93,7 @@ def weaken_condition(func: ChangedFunction) -> Iterator[tuple[str, ast.AST]]:
         node.test = ast.Constant(value=True)
         return node
 
-    yield from variants_at_sites(
-        func, select_if, unguard, lambda n: f"removed the guard at line {n.lineno}"
-    )
+    yield from variants_at_sites(func, select_if, unguard, "removed the guard at line {line}")
 
 
 def off_by_one(func: ChangedFunction) -> Iterator[tuple[str, ast.AST]]:
@@ -114,6 +110,7 @@ def off_by_one(func: ChangedFunction) -> Iterator[tuple[str, ast.AST]]:
 
         def shift(node: ast.AST, delta: int = delta) -> ast.AST:
             assert isinstance(node, ast.Constant)
+            assert isinstance(node.value, int)
             node.value = node.value + delta
             return node
 
@@ -121,7 +118,7 @@ def off_by_one(func: ChangedFunction) -> Iterator[tuple[str, ast.AST]]:
             func,
             is_int,
             shift,
-            lambda n, d=delta: f"constant {n.value!r} {d:+d} at line {n.lineno}",
+            f"integer constant {delta:+d} at line {{line}}",
         )
 
     def is_boundary(node: ast.AST) -> bool:
@@ -137,9 +134,7 @@ def off_by_one(func: ChangedFunction) -> Iterator[tuple[str, ast.AST]]:
         node.ops = [_BOUNDARY[type(node.ops[0])]()]
         return node
 
-    yield from variants_at_sites(
-        func, is_boundary, flip, lambda n: f"boundary shifted at line {n.lineno}"
-    )
+    yield from variants_at_sites(func, is_boundary, flip, "boundary shifted at line {line}")
 
 
 def return_early(func: ChangedFunction) -> Iterator[tuple[str, ast.AST]]:
@@ -166,7 +161,7 @@ def return_early(func: ChangedFunction) -> Iterator[tuple[str, ast.AST]]:
         return node
 
     yield from variants_at_sites(
-        func, select, transform, lambda n: f"early return in the block at line {n.lineno}"
+        func, select, transform, "early return in the block at line {line}"
     )
 
 
@@ -196,7 +191,7 @@ def drop_statement(func: ChangedFunction) -> Iterator[tuple[str, ast.AST]]:
             return node
 
         yield from variants_at_sites(
-            func, select, transform, lambda n, i=index: f"dropped statement {i} of a changed block"
+            func, select, transform, f"dropped statement {index} of a changed block"
         )
 
 
