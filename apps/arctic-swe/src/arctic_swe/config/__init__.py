@@ -1,0 +1,46 @@
+"""Run configuration (TOML with presets, ``--set`` overrides, validation) and the run directory."""
+
+from arctic_swe.config._errors import RunConfigError, RunDirError
+from arctic_swe.config._load import (
+    PRESETS,
+    apply_overrides,
+    from_mapping,
+    load_toml,
+    preset,
+    to_mapping,
+    to_toml,
+    validate,
+)
+from arctic_swe.config._rundir import RunDir, load_run_config, prepare_run_dir
+from arctic_swe.config._schema import (
+    DeckSection,
+    EngineSection,
+    HarnessSection,
+    MetricsSection,
+    RunConfig,
+    RunSection,
+    TrainerSection,
+)
+
+__all__ = [
+    "PRESETS",
+    "DeckSection",
+    "EngineSection",
+    "HarnessSection",
+    "MetricsSection",
+    "RunConfig",
+    "RunConfigError",
+    "RunDir",
+    "RunDirError",
+    "RunSection",
+    "TrainerSection",
+    "apply_overrides",
+    "from_mapping",
+    "load_run_config",
+    "load_toml",
+    "prepare_run_dir",
+    "preset",
+    "to_mapping",
+    "to_toml",
+    "validate",
+]

@@ -1,0 +1,207 @@
+"""Build a :class:`RunConfig` from presets, TOML files and ``--set section.field=value``.
+
+Everything is checked before any work starts: unknown sections or keys, wrong types (an ``int``
+field never silently accepts ``1.5`` or ``"1"``), impossible sizes and unknown choices each give
+a :class:`RunConfigError` naming the key.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from arctic_swe.config._errors import RunConfigError
+from arctic_swe.config._schema import (
+    AGGREGATIONS,
+    RATIO_CONTROLS,
+    ROUTING_POLICIES,
+    SECTIONS,
+    RunConfig,
+)
+
+#: Preset name -> overrides of the defaults (the defaults *are* ``tiny``).
+PRESETS: dict[str, dict[str, dict[str, Any]]] = {
+    "tiny": {},
+    "paper": {
+        "run": {"updates": 230},
+        "deck": {"pool_size": 160, "groups_per_update": 32, "rollouts_per_group": 5},
+        "engine": {"engines": 6, "capacity": 64, "max_resident": 40, "max_new_tokens": 8192},
+        "harness": {"max_turns": 100, "max_tokens": 131072},
+        "trainer": {"lr": 1e-6, "micro_batch_rollouts": 4},
+    },
+}
+
+
+def preset(name: str) -> RunConfig:
+    """The named preset (``tiny`` or ``paper``), validated."""
+    if name not in PRESETS:
+        raise RunConfigError("preset", f"unknown preset {name!r}; choose from {sorted(PRESETS)}")
+    return from_mapping(PRESETS[name])
+
+
+def from_mapping(data: Mapping[str, Any], base: RunConfig | None = None) -> RunConfig:
+    """``base`` (default: the ``tiny`` defaults) with the sections of ``data`` applied."""
+    if not isinstance(data, Mapping):
+        raise RunConfigError("config", f"must be a table, got {type(data).__name__}")
+    config = base or RunConfig()
+    changes: dict[str, Any] = {}
+    for section, values in data.items():
+        if section not in SECTIONS:
+            raise RunConfigError(str(section), f"unknown section; expected one of {list(SECTIONS)}")
+        if not isinstance(values, Mapping):
+            raise RunConfigError(section, f"must be a table, got {type(values).__name__}")
+        current = getattr(config, section)
+        fields = {f.name: f for f in attrs.fields(type(current))}
+        updates = {}
+        for key, value in values.items():
+            if key not in fields:
+                raise RunConfigError(
+                    f"{section}.{key}", f"unknown key; expected one of {sorted(fields)}"
+                )
+            updates[key] = _coerce(f"{section}.{key}", getattr(current, key), value)
+        changes[section] = attrs.evolve(current, **updates)
+    result = attrs.evolve(config, **changes)
+    validate(result)
+    return result
+
+
+def load_toml(path: str | Path, base: RunConfig | None = None) -> RunConfig:
+    """Read a TOML config file on top of ``base``; an optional top-level
+    ``preset = "name"`` key selects the base instead."""
+    source = Path(path)
+    try:
+        data = tomllib.loads(source.read_text())
+    except OSError as exc:
+        raise RunConfigError("config", f"cannot read {source}: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise RunConfigError("config", f"{source} is not valid TOML: {exc}") from exc
+    name = data.pop("preset", None)
+    if name is not None:
+        if not isinstance(name, str):
+            raise RunConfigError("preset", f"must be a string, got {name!r}")
+        base = preset(name)
+    return from_mapping(data, base)
+
+
+def apply_overrides(config: RunConfig, assignments: Iterable[str]) -> RunConfig:
+    """Apply ``section.field=value`` strings; the value is read as a TOML literal
+    (``3e-4``, ``true``, ``"mask"``), bare words as strings."""
+    data: dict[str, dict[str, Any]] = {}
+    for assignment in assignments:
+        key, sep, raw = assignment.partition("=")
+        section, dot, field = key.strip().partition(".")
+        if not sep or not dot or not section or not field:
+            raise RunConfigError(assignment, "override must look like section.field=value")
+        data.setdefault(section, {})[field] = _parse_literal(raw.strip())
+    return from_mapping(data, config)
+
+
+def to_mapping(config: RunConfig) -> dict[str, dict[str, Any]]:
+    """The config as nested plain data (JSON/TOML-ready)."""
+    return {name: attrs.asdict(getattr(config, name)) for name in SECTIONS}
+
+
+def to_toml(config: RunConfig) -> str:
+    """The config as a TOML document that :func:`load_toml` reads back identically."""
+    lines: list[str] = []
+    for name, values in to_mapping(config).items():
+        lines.append(f"[{name}]")
+        for key, value in values.items():
+            lines.append(f"{key} = {_toml_value(value)}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return repr(value)
+
+
+def _parse_literal(raw: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def _coerce(key: str, default: Any, value: Any) -> Any:
+    expected = type(default)
+    if expected is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, bool) != (expected is bool) or not isinstance(value, expected):
+        raise RunConfigError(key, f"must be {expected.__name__}, got {value!r}")
+    return value
+
+
+def _require(ok: bool, key: str, message: str) -> None:
+    if not ok:
+        raise RunConfigError(key, message)
+
+
+def validate(config: RunConfig) -> None:
+    """Cross-field checks: positive sizes, known choices, groups that fit an engine."""
+    run, deck, engine, harness, trainer = (
+        config.run,
+        config.deck,
+        config.engine,
+        config.harness,
+        config.trainer,
+    )
+    _require(run.seed >= 0, "run.seed", "must be >= 0")
+    _require(run.updates >= 1, "run.updates", "must be >= 1")
+    _require(run.max_off_policy >= 0, "run.max_off_policy", "must be >= 0")
+    _require(run.checkpoint_every >= 1, "run.checkpoint_every", "must be >= 1")
+    _require(run.keep_checkpoints >= 1, "run.keep_checkpoints", "must be >= 1")
+    _require(run.max_group_retries >= 0, "run.max_group_retries", "must be >= 0")
+    _require(deck.pool_size >= 1, "deck.pool_size", "must be >= 1")
+    _require(deck.groups_per_update >= 1, "deck.groups_per_update", "must be >= 1")
+    _require(
+        deck.groups_per_update <= deck.pool_size,
+        "deck.groups_per_update",
+        f"{deck.groups_per_update} groups per update cannot be drawn from {deck.pool_size} tasks",
+    )
+    _require(deck.rollouts_per_group >= 2, "deck.rollouts_per_group", "must be >= 2 (advantages)")
+    _require(deck.hard_consecutive_zero >= 0, "deck.hard_consecutive_zero", "must be >= 0")
+    _require(deck.replay_every >= 1, "deck.replay_every", "must be >= 1")
+    _require(deck.replay_size >= 0, "deck.replay_size", "must be >= 0")
+    _require(engine.engines >= 1, "engine.engines", "must be >= 1")
+    _require(engine.capacity >= 1, "engine.capacity", "must be >= 1")
+    _require(engine.max_resident >= 1, "engine.max_resident", "must be >= 1")
+    _require(
+        min(engine.capacity, engine.max_resident) >= deck.rollouts_per_group,
+        "engine.max_resident",
+        f"a group of {deck.rollouts_per_group} rollouts does not fit an engine "
+        f"(capacity {engine.capacity}, max_resident {engine.max_resident})",
+    )
+    _require(
+        engine.routing in ROUTING_POLICIES, "engine.routing", f"must be one of {ROUTING_POLICIES}"
+    )
+    _require(engine.max_new_tokens >= 1, "engine.max_new_tokens", "must be >= 1")
+    _require(harness.max_turns >= 1, "harness.max_turns", "must be >= 1")
+    _require(
+        harness.max_tokens > engine.max_new_tokens,
+        "harness.max_tokens",
+        "must exceed engine.max_new_tokens",
+    )
+    _require(trainer.lr > 0, "trainer.lr", "must be > 0")
+    _require(0 <= trainer.beta1 < 1, "trainer.beta1", "must be in [0, 1)")
+    _require(0 <= trainer.beta2 < 1, "trainer.beta2", "must be in [0, 1)")
+    _require(trainer.weight_decay >= 0, "trainer.weight_decay", "must be >= 0")
+    _require(trainer.grad_clip > 0, "trainer.grad_clip", "must be > 0")
+    _require(
+        trainer.ratio_control in RATIO_CONTROLS,
+        "trainer.ratio_control",
+        f"must be one of {RATIO_CONTROLS}",
+    )
+    _require(trainer.mask_high > 1, "trainer.mask_high", "must be > 1")
+    _require(
+        trainer.aggregation in AGGREGATIONS, "trainer.aggregation", f"must be one of {AGGREGATIONS}"
+    )
+    _require(trainer.micro_batch_rollouts >= 1, "trainer.micro_batch_rollouts", "must be >= 1")

@@ -1,0 +1,103 @@
+"""The run configuration: one frozen attrs class per TOML section (DESIGN.md §4).
+
+Defaults are the ``tiny`` preset (the embedded overfitting stress test on 2 CPU cores); the
+``paper`` preset restores the paper's sizes (160 tasks, 32 groups x 5 rollouts, seed 002 §4.1).
+Every field is a plain ``int``/``float``/``bool``/``str`` so that TOML files and ``--set``
+overrides map onto it one to one; cross-field constraints live in :func:`validate`.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+ROUTING_POLICIES = ("least_loaded", "session_hash")
+RATIO_CONTROLS = ("mask", "ppo_clip")
+AGGREGATIONS = ("token_mean", "rollout_mean")
+
+
+@attrs.frozen
+class RunSection:
+    """The run as a whole: seed, length, checkpoints and the off-policy cap."""
+
+    seed: int = 0
+    updates: int = 40  # optimizer steps of the stress test
+    max_off_policy: int = 4  # groups older than this many versions are dropped (seed 000 §3.3)
+    checkpoint_every: int = 1  # updates between atomic checkpoints
+    keep_checkpoints: int = 2  # newest checkpoints kept on disk (the rest are pruned)
+    max_group_retries: int = 2  # re-leases of a group whose engine failed
+
+
+@attrs.frozen
+class DeckSection:
+    """The task pool and eviction (deck-evictor; seed 000 §3.3)."""
+
+    pool_size: int = 16
+    groups_per_update: int = 4
+    rollouts_per_group: int = 4
+    eviction: bool = True  # retire a task at its first all-correct group (the final recipe)
+    hard_consecutive_zero: int = 0  # 0 = never retire hard tasks (the final recipe)
+    replay_every: int = 5  # updates between replay probes of retired tasks
+    replay_size: int = 2  # retired tasks probed per replay
+
+
+@attrs.frozen
+class EngineSection:
+    """Inference engines and routing (load-router; seed 000 §3.3)."""
+
+    engines: int = 2
+    capacity: int = 16  # cache slots per engine
+    max_resident: int = 16  # router cap on resident rollouts per engine
+    routing: str = "least_loaded"
+    invalidate_caches: bool = True  # ablation "cache invalidation off" sets False
+    max_new_tokens: int = 48  # per turn
+
+
+@attrs.frozen
+class HarnessSection:
+    """The agent episode (swe-formatcheck gate, budgets)."""
+
+    gated_reward: bool = True  # ablation "gated reward off": invalid episodes keep their grade
+    strict_format: bool = True  # ablation "raw format check off": lenient parse
+    max_turns: int = 4
+    max_tokens: int = 1024  # whole-episode token budget
+
+
+@attrs.frozen
+class TrainerSection:
+    """The optimizer and the objective (cispo-loss; seed 000 §5)."""
+
+    lr: float = 3e-4  # constant learning rate
+    beta1: float = 0.9
+    beta2: float = 0.98
+    weight_decay: float = 0.0
+    grad_clip: float = 1.0
+    ratio_control: str = "mask"  # ablation "mask -> clip" sets "ppo_clip"
+    mask_high: float = 2.0
+    aggregation: str = "token_mean"  # ablation "per-rollout mean" sets "rollout_mean"
+    fp32_numerics: bool = True  # ablation "FP32 numerics off": bf16 recurrent state
+    micro_batch_rollouts: int = 8  # rollouts per forward (gradient accumulation)
+
+
+@attrs.frozen
+class MetricsSection:
+    """What the run writes besides ``metrics.jsonl``."""
+
+    plots: bool = True
+    live: bool = True  # rich live display on a terminal
+    tensorboard: bool = False  # only if tensorboard is already installed
+
+
+@attrs.frozen
+class RunConfig:
+    """The complete configuration of an ``arctic-swe overfit`` run."""
+
+    run: RunSection = attrs.field(factory=RunSection)
+    deck: DeckSection = attrs.field(factory=DeckSection)
+    engine: EngineSection = attrs.field(factory=EngineSection)
+    harness: HarnessSection = attrs.field(factory=HarnessSection)
+    trainer: TrainerSection = attrs.field(factory=TrainerSection)
+    metrics: MetricsSection = attrs.field(factory=MetricsSection)
+
+
+#: Section name -> section class, in TOML order.
+SECTIONS: dict[str, type] = {f.name: f.default.factory for f in attrs.fields(RunConfig)}  # type: ignore[union-attr]

@@ -1,0 +1,135 @@
+"""Tests for ``arctic_swe.config._load`` (presets, TOML, overrides, validation)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+import pytest
+from arctic_swe.config import (
+    RunConfig,
+    RunConfigError,
+    apply_overrides,
+    from_mapping,
+    load_toml,
+    preset,
+    to_mapping,
+    to_toml,
+)
+from hypothesis import given
+from hypothesis import strategies as st
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+
+
+@pytest.mark.parametrize("name", ["tiny", "paper"])
+def test_shipped_toml_files_equal_their_presets(name: str) -> None:
+    assert load_toml(CONFIGS / f"{name}.toml") == preset(name)
+
+
+def test_paper_preset_has_the_papers_sizes() -> None:
+    deck = preset("paper").deck
+    assert (deck.pool_size, deck.groups_per_update, deck.rollouts_per_group) == (160, 32, 5)
+
+
+def test_toml_round_trip_of_every_preset(tmp_path: Path) -> None:
+    for name in ("tiny", "paper"):
+        path = tmp_path / f"{name}.toml"
+        path.write_text(to_toml(preset(name)))
+        assert load_toml(path) == preset(name)
+
+
+def test_preset_key_in_a_file_selects_the_base(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('preset = "paper"\n[trainer]\nlr = 2e-6\n')
+    config = load_toml(path)
+    assert config.deck.pool_size == 160 and config.trainer.lr == 2e-6
+
+
+@pytest.mark.parametrize(
+    ("assignment", "section", "field", "value"),
+    [
+        ("trainer.lr=1e-3", "trainer", "lr", 1e-3),
+        ("trainer.lr=1", "trainer", "lr", 1.0),
+        ("engine.routing=session_hash", "engine", "routing", "session_hash"),
+        ('trainer.aggregation="rollout_mean"', "trainer", "aggregation", "rollout_mean"),
+        ("harness.gated_reward=false", "harness", "gated_reward", False),
+        ("run.updates=7", "run", "updates", 7),
+    ],
+)
+def test_overrides_set_one_field(assignment: str, section: str, field: str, value: object) -> None:
+    config = apply_overrides(RunConfig(), [assignment])
+    assert getattr(getattr(config, section), field) == value
+    untouched = to_mapping(RunConfig())
+    untouched[section].pop(field)
+    changed = to_mapping(config)
+    changed[section].pop(field)
+    assert changed == untouched
+
+
+@pytest.mark.parametrize(
+    ("assignment", "key"),
+    [
+        ("trainer.lrr=1", "trainer.lrr"),
+        ("nosuch.lr=1", "nosuch"),
+        ("run.updates=1.5", "run.updates"),
+        ('run.updates="3"', "run.updates"),
+        ("harness.gated_reward=1", "harness.gated_reward"),
+        ("run.updates=0", "run.updates"),
+        ("deck.groups_per_update=17", "deck.groups_per_update"),
+        ("deck.rollouts_per_group=32", "engine.max_resident"),
+        ("engine.routing=random", "engine.routing"),
+        ("trainer.ratio_control=clip", "trainer.ratio_control"),
+        ("trainer.lr=-1", "trainer.lr"),
+        ("trainer.beta2=1.0", "trainer.beta2"),
+        ("trainerlr=1", "trainerlr=1"),
+        ("trainer.lr", "trainer.lr"),
+    ],
+)
+def test_bad_overrides_name_the_key(assignment: str, key: str) -> None:
+    with pytest.raises(RunConfigError) as excinfo:
+        apply_overrides(RunConfig(), [assignment])
+    assert excinfo.value.key == key
+
+
+def test_unknown_preset_and_bad_files(tmp_path: Path) -> None:
+    with pytest.raises(RunConfigError, match="unknown preset"):
+        preset("huge")
+    with pytest.raises(RunConfigError, match="cannot read"):
+        load_toml(tmp_path / "missing.toml")
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[run\nseed=1")
+    with pytest.raises(RunConfigError, match="not valid TOML"):
+        load_toml(broken)
+    with pytest.raises(RunConfigError, match="must be a table"):
+        from_mapping({"run": 3})
+
+
+_INT_FIELDS = [
+    (section.name, field.name)
+    for section in attrs.fields(RunConfig)
+    for field in attrs.fields(section.default.factory)  # type: ignore[union-attr]
+    if type(field.default) is int
+]
+
+
+@given(st.sampled_from(_INT_FIELDS), st.integers(min_value=1, max_value=4))
+def test_any_int_field_is_overridable_or_rejected_cleanly(
+    location: tuple[str, str], value: int
+) -> None:
+    section, field = location
+    try:
+        config = apply_overrides(RunConfig(), [f"{section}.{field}={value}"])
+    except RunConfigError as exc:
+        assert exc.key.split(".")[0] in {"run", "deck", "engine", "harness", "trainer"}
+    else:
+        assert getattr(getattr(config, section), field) == value
+
+
+@given(st.text(max_size=12))
+def test_arbitrary_string_values_never_crash(raw: str) -> None:
+    try:
+        config = apply_overrides(RunConfig(), [f"engine.routing={raw}"])
+    except RunConfigError:
+        return
+    assert config.engine.routing in {"least_loaded", "session_hash"}
