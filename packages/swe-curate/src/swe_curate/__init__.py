@@ -1,5 +1,108 @@
-"""Execution audits, counterfactual judging, test strengthening and deck building for SWE RL tasks."""
+"""Execution audits, counterfactual judging, test strengthening and deck building for SWE RL tasks.
 
+Implements issue #9 / DESIGN.md §3 "swe-curate" (paper §4): Pipeline 1 (``audit_task``),
+Pipeline 2 (``judge_task`` with an ``OfflineJudge`` or an ``LLMJudge``), test strengthening
+(``strengthen_task``), importers for SWE-bench / SWE-rebench / R2E-Gym rows and deck building
+by bug injection (``inject``). Tasks are ``swe_sandbox.TaskSpec``; the scorer is swe-sandbox's
+grader, exactly as training uses it.
+"""
+
+from swe_curate._audit import AuditConfig, audit_task, binding_assertions
+from swe_curate._chat import ChatClient, ChatConfig, ChatReply, TokenUsage, ToolCall
+from swe_curate._correct import CORRECT_MUTATORS, correct_counterfactuals
+from swe_curate._counterfactual import Counterfactual, Kind
+from swe_curate._diff import apply_patch, make_patch, parse_patch, render_patch
+from swe_curate._differential import ProbeCase, ProbeResult, candidate_cases, distinguishing
+from swe_curate._errors import (
+    CurateError,
+    JudgeError,
+    JudgeGarbageError,
+    JudgeTimeoutError,
+    MalformedRowError,
+    MutationError,
+    PatchApplyError,
+    PatchFormatError,
+    ScorerError,
+)
+from swe_curate._importers import (
+    ImportedRow,
+    RowFormat,
+    import_rows,
+    parse_row,
+    task_from_native_row,
+    task_to_row,
+)
+from swe_curate._inject import InjectConfig, inject, unpack_source
+from swe_curate._judge import Finding, Judge, JudgeContext, OfflineJudge
+from swe_curate._judging import JudgeConfig, judge_context, judge_task, task_after_audit
+from swe_curate._llm_judge import LLMJudge
+from swe_curate._records import RecordStore, TaskRecord, summarize
+from swe_curate._scorer import SandboxScorer, Scorer, TaskTree
+from swe_curate._source import PatchedTree
+from swe_curate._strengthen import StrengthenConfig, strengthen_task
+from swe_curate._verdicts import Verdict
 from swe_curate._version import __version__
+from swe_curate._wrong import WRONG_MUTATORS, wrong_counterfactuals
 
-__all__ = ["__version__"]
+__all__ = [
+    "CORRECT_MUTATORS",
+    "WRONG_MUTATORS",
+    "AuditConfig",
+    "ChatClient",
+    "ChatConfig",
+    "ChatReply",
+    "Counterfactual",
+    "CurateError",
+    "Finding",
+    "ImportedRow",
+    "InjectConfig",
+    "Judge",
+    "JudgeConfig",
+    "JudgeContext",
+    "JudgeError",
+    "JudgeGarbageError",
+    "JudgeTimeoutError",
+    "Kind",
+    "LLMJudge",
+    "MalformedRowError",
+    "MutationError",
+    "OfflineJudge",
+    "PatchApplyError",
+    "PatchFormatError",
+    "PatchedTree",
+    "ProbeCase",
+    "ProbeResult",
+    "RecordStore",
+    "RowFormat",
+    "SandboxScorer",
+    "Scorer",
+    "ScorerError",
+    "StrengthenConfig",
+    "TaskRecord",
+    "TaskTree",
+    "TokenUsage",
+    "ToolCall",
+    "Verdict",
+    "__version__",
+    "apply_patch",
+    "audit_task",
+    "binding_assertions",
+    "candidate_cases",
+    "correct_counterfactuals",
+    "distinguishing",
+    "import_rows",
+    "inject",
+    "judge_context",
+    "judge_task",
+    "make_patch",
+    "parse_patch",
+    "parse_row",
+    "render_patch",
+    "strengthen_task",
+    "summarize",
+    "task_after_audit",
+    "task_from_native_row",
+    "task_to_row",
+    "unpack_source",
+    "wrong_counterfactuals",
+]
