@@ -22,6 +22,8 @@ all differentiable), which yields dq, dk, dv, dg, dbeta and d initial_state.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from hybrid_numerics._validate import GDNShapes
@@ -64,7 +66,31 @@ def chunk_torch(
     return o, (final if output_final_state else None)
 
 
-def _chunk_batched(
+@dataclass(frozen=True)
+class ChunkTerms:
+    """Everything of the chunk form that does not depend on the state (``[B, H, G, NC, ...]``).
+
+    ``u [C, V]`` pseudo values, ``w [C, K]`` decayed keys of the UT transform, ``kd [C, K]`` keys
+    decayed to the chunk end, ``chunk_decay [1]`` = exp(total log decay of the chunk),
+    ``attn [C, C]`` the decayed causal q.k scores, ``qd [C, K]`` queries decayed from the chunk
+    start. Shared by the torch scan and the Triton state kernel.
+    """
+
+    u: torch.Tensor
+    w: torch.Tensor
+    kd: torch.Tensor
+    chunk_decay: torch.Tensor
+    attn: torch.Tensor
+    qd: torch.Tensor
+
+    def outputs(self, states: torch.Tensor, T: int) -> torch.Tensor:
+        """``O = attn u + (qd - attn w) S_c`` for states ``[B, H, G, NC(+1), K, V]`` -> ``[B, T, HV, V]``."""
+        B, H, G, NC, C, V = self.u.shape
+        o = self.attn @ self.u + (self.qd - self.attn @ self.w) @ states[:, :, :, :NC]
+        return o.reshape(B, H * G, NC * C, V)[:, :, :T].transpose(1, 2)
+
+
+def prepare_chunks(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
@@ -72,13 +98,13 @@ def _chunk_batched(
     beta: torch.Tensor,
     shapes: GDNShapes,
     scale: float,
-    initial_state: torch.Tensor | None,
     use_qk_l2norm: bool,
-    C: int,
-) -> tuple[torch.Tensor, torch.Tensor]:
+    C: int = CHUNK_SIZE,
+) -> ChunkTerms:
+    """The state-independent chunk terms, batched over all chunks, in the compute dtype."""
     cd = compute_dtype(q)
     B, T = q.shape[0], q.shape[1]
-    H, G, K, V = shapes.H, shapes.group, shapes.K, shapes.V
+    H, G, V = shapes.H, shapes.group, shapes.V
     NC = -(-T // C)
     pad = NC * C - T
     q, k, v, g, beta = (x.to(cd) for x in (q, k, v, g, beta))
@@ -103,22 +129,38 @@ def _chunk_batched(
     rhs = torch.cat([bc[..., None] * vc, bc[..., None] * kc * gamma.exp()[..., None]], dim=-1)
     # unitriangular: the unit diagonal of (I + A) is implied, the strict lower part is A.
     uw = torch.linalg.solve_triangular(system, rhs, upper=False, unitriangular=True)
-    u, w = uw[..., :V], uw[..., V:]
-
     gamma_last = gamma[..., -1:]
-    kd = kc * torch.exp(gamma_last - gamma)[..., None]  # keys decayed to the chunk end
-    kd_t = kd.transpose(-1, -2)
-    eye = torch.eye(K, dtype=cd, device=q.device)
-    transition = gamma_last.exp()[..., None] * eye - kd_t @ w  # M: [B, H, G, NC, K, K]
-    inject = kd_t @ u  # R: [B, H, G, NC, K, V]
-    states = _scan_states(transition, inject, initial_state, shapes, B, cd)
+    return ChunkTerms(
+        u=uw[..., :V],
+        w=uw[..., V:],
+        kd=kc * torch.exp(gamma_last - gamma)[..., None],
+        chunk_decay=gamma_last.exp(),
+        attn=(qc @ kc.transpose(-1, -2)) * decay,  # incl. the diagonal
+        qd=qc * gamma.exp()[..., None],
+    )
 
-    attn = (qc @ kc.transpose(-1, -2)) * decay  # [B, H, G, NC, C, C] incl. the diagonal
-    qd = qc * gamma.exp()[..., None]
-    o = attn @ u + (qd - attn @ w) @ states[:, :, :, :NC]
-    o = o.reshape(B, H * G, NC * C, V)[:, :, :T].transpose(1, 2)
-    final = states[:, :, :, NC].reshape(B, H * G, K, V)
-    return o, final
+
+def _chunk_batched(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor,
+    beta: torch.Tensor,
+    shapes: GDNShapes,
+    scale: float,
+    initial_state: torch.Tensor | None,
+    use_qk_l2norm: bool,
+    C: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    terms = prepare_chunks(q, k, v, g, beta, shapes, scale, use_qk_l2norm, C)
+    B, H, G, NC = terms.u.shape[:4]
+    kd_t = terms.kd.transpose(-1, -2)
+    eye = torch.eye(shapes.K, dtype=terms.u.dtype, device=q.device)
+    transition = terms.chunk_decay[..., None] * eye - kd_t @ terms.w  # M: [B, H, G, NC, K, K]
+    inject = kd_t @ terms.u  # R: [B, H, G, NC, K, V]
+    states = _scan_states(transition, inject, initial_state, shapes, B, terms.u.dtype)
+    final = states[:, :, :, NC].reshape(B, H * G, shapes.K, shapes.V)
+    return terms.outputs(states, q.shape[1]), final
 
 
 def _to_chunks(x: torch.Tensor, pad: int, NC: int, C: int) -> torch.Tensor:

@@ -1,0 +1,125 @@
+"""Triton kernels with the recurrent state in FP32 wherever it lives.
+
+* :func:`recurrent_kernel` - decode. One program per (sequence, value head, V block) keeps its
+  ``[K, BV]`` state slice in FP32 registers for the whole sequence, reads it from and writes it
+  back to an FP32 state cache **in place** (``state_indices`` picks the slot).
+* :func:`chunk_state_kernel` - the sequential part of the chunk path. One program per
+  (batch, value head, V block) walks the chunks, stores every per-chunk state in FP32 (fla stores
+  them in bf16) and multiplies by the state with FP32 dots (``input_precision="ieee"``: no TF32
+  and no bf16 rounding of the state inside ``tl.dot``).
+
+Both run under ``TRITON_INTERPRET=1`` on CPU tensors: loop indices are used as plain integers
+(never ``.to()``-cast), and the autotuner has a single configuration in interpreter mode.
+"""
+
+from __future__ import annotations
+
+import os
+
+import triton
+import triton.language as tl
+
+INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+if INTERPRET:  # one config: the interpreter is slow and there is nothing to tune
+    _STATE_CONFIGS = [triton.Config({"BV": 16}, num_warps=1)]
+else:
+    _STATE_CONFIGS = [
+        triton.Config({"BV": bv}, num_warps=w, num_stages=s)
+        for bv in (16, 32, 64)
+        for w in (2, 4, 8)
+        for s in (2, 3)
+    ]
+
+
+@triton.jit
+def recurrent_kernel(
+    q, k, v, g, beta, o, h0, ht, slots, cu_seqlens, scale, T,
+    H: tl.constexpr, HV: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
+    BK: tl.constexpr, BV: tl.constexpr,
+    USE_INITIAL: tl.constexpr, STORE_FINAL: tl.constexpr, USE_SLOTS: tl.constexpr,
+    IS_VARLEN: tl.constexpr, USE_L2NORM: tl.constexpr,
+):  # fmt: skip
+    """Gated delta rule token by token; ``o`` is FP32 ``[B*T, HV, V]``; states ``[*, HV, K, V]``."""
+    i_v = tl.program_id(0)
+    i_nh = tl.program_id(1)
+    i_n = i_nh // HV
+    i_hv = i_nh % HV
+    i_h = i_hv // (HV // H)
+    if IS_VARLEN:
+        bos = tl.load(cu_seqlens + i_n).to(tl.int64)
+        eos = tl.load(cu_seqlens + i_n + 1).to(tl.int64)
+    else:
+        bos = i_n.to(tl.int64) * T
+        eos = bos + T
+    o_k = tl.arange(0, BK)
+    o_v = i_v * BV + tl.arange(0, BV)
+    mask_k = o_k < K
+    mask_v = o_v < V
+    mask_h = mask_k[:, None] & mask_v[None, :]
+    state_row = tl.load(slots + i_n).to(tl.int64) if USE_SLOTS else i_n.to(tl.int64)
+    # A negative slot: start from zeros and write nothing back (a full-shape mask, built from
+    # the block offsets, so the same code runs compiled and interpreted).
+    mask_s = mask_h & ((o_k[:, None] * 0 + state_row) >= 0)
+    h_off = (state_row * HV + i_hv) * K * V + o_k[:, None] * V + o_v[None, :]
+    state = tl.zeros([BK, BV], dtype=tl.float32)
+    if USE_INITIAL:
+        state += tl.load(h0 + h_off, mask=mask_s, other=0.0).to(tl.float32)
+    for t in range(bos, eos):
+        qk_off = (t * H + i_h) * K + o_k
+        b_q = tl.load(q + qk_off, mask=mask_k, other=0.0).to(tl.float32)
+        b_k = tl.load(k + qk_off, mask=mask_k, other=0.0).to(tl.float32)
+        b_v = tl.load(v + (t * HV + i_hv) * V + o_v, mask=mask_v, other=0.0).to(tl.float32)
+        b_g = tl.load(g + t * HV + i_hv).to(tl.float32)
+        b_beta = tl.load(beta + t * HV + i_hv).to(tl.float32)
+        if USE_L2NORM:
+            b_q = b_q / tl.sqrt(tl.sum(b_q * b_q) + 1e-6)
+            b_k = b_k / tl.sqrt(tl.sum(b_k * b_k) + 1e-6)
+        b_q = b_q * scale
+        state = state * tl.exp(b_g)
+        predicted = tl.sum(state * b_k[:, None], axis=0)
+        correction = (b_v - predicted) * b_beta
+        state += b_k[:, None] * correction[None, :]
+        b_o = tl.sum(state * b_q[:, None], axis=0)
+        tl.store(o + (t * HV + i_hv) * V + o_v, b_o, mask=mask_v)
+    if STORE_FINAL:
+        tl.store(ht + h_off, state, mask=mask_s)
+
+
+@triton.autotune(configs=_STATE_CONFIGS, key=["K", "V", "BC"])
+@triton.jit
+def chunk_state_kernel(
+    w, u, kd, decay, h0, states, NC,
+    HV: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, BC: tl.constexpr,
+    BV: tl.constexpr, USE_INITIAL: tl.constexpr,
+):  # fmt: skip
+    """``S_{c+1} = decay_c S_c + kd_c^T (u_c - w_c S_c)`` with every ``S_c`` stored in FP32.
+
+    ``w, kd: [B*HV, NC, BC, K]``, ``u: [B*HV, NC, BC, V]``, ``decay: [B*HV, NC]``,
+    ``h0: [B*HV, K, V]``, ``states: [B*HV, NC + 1, K, V]`` (all FP32, contiguous).
+    """
+    i_v = tl.program_id(0)
+    i_bh = tl.program_id(1).to(tl.int64)
+    o_k = tl.arange(0, BK)
+    o_c = tl.arange(0, BC)
+    o_v = i_v * BV + tl.arange(0, BV)
+    mask_k = o_k < K
+    mask_v = o_v < V
+    mask_h = mask_k[:, None] & mask_v[None, :]
+    hv_off = o_k[:, None] * V + o_v[None, :]
+    state = tl.zeros([BK, BV], dtype=tl.float32)
+    if USE_INITIAL:
+        state += tl.load(h0 + i_bh * K * V + hv_off, mask=mask_h, other=0.0)
+    for c in range(NC):
+        base = i_bh * NC + c
+        tl.store(states + (i_bh * (NC + 1) + c) * K * V + hv_off, state, mask=mask_h)
+        ck = base * BC * K + o_c[:, None] * K + o_k[None, :]
+        b_w = tl.load(w + ck, mask=mask_k[None, :], other=0.0)
+        b_kd = tl.load(kd + ck, mask=mask_k[None, :], other=0.0)
+        b_u = tl.load(
+            u + base * BC * V + o_c[:, None] * V + o_v[None, :], mask=mask_v[None, :], other=0.0
+        )
+        fresh = b_u - tl.dot(b_w, state, input_precision="ieee")  # [BC, BV], FP32 dot
+        state = state * tl.load(decay + base)
+        state += tl.dot(tl.trans(b_kd), fresh, input_precision="ieee")
+    tl.store(states + (i_bh * (NC + 1) + NC) * K * V + hv_off, state, mask=mask_h)
