@@ -9,9 +9,10 @@ namespaces, chrooted into a read-only bind of the base rootfs, with
 * ``/proc`` of the sandbox's own PID namespace; no ``/sys``; only ``lo`` in its network.
 
 Commands enter those namespaces with ``nsenter`` and drop to the agent uid with ``setpriv``
-(no capabilities, no-new-privs). A per-sandbox cgroup caps pids, memory and CPU. The init is
-``cat`` reading a pipe whose only writer is the owner process: when the owner exits — even by
-SIGKILL — the pipe closes, init exits, and the kernel kills every process in the PID namespace.
+(no capabilities, no-new-privs). A per-sandbox cgroup caps pids, memory and CPU. The init is a
+``bash`` loop reading a pipe whose only writer is the owner process (bash also reaps adopted
+zombies): when the owner exits — even by SIGKILL — the pipe closes, init exits, and the kernel
+kills every process in the PID namespace.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ ip link set lo up
 mount -o remount,bind,ro,nosuid,nodev,noexec "$R/dev" 2>/dev/null || true
 echo "ready $HOSTPID"
 cd "$R"
-exec chroot . /bin/sh -c 'cd /work && exec cat >/dev/null'
+exec chroot . /bin/bash -c 'cd /work && while read -r _; do :; done'
 """
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from swe_sandbox import Backend, DockerBackend
 from swe_sandbox._cgroups import cgroup_dirs
-from swe_sandbox._namespace import runtime_root
+from swe_sandbox._namespace import owner_token, runtime_root
 
 
 def processes_with(marker: str) -> list[int]:
@@ -39,11 +39,21 @@ def leftovers(backend: Backend, sandbox_id: str) -> list[str]:
 
 
 def live_sandbox_ids(backend: Backend) -> set[str]:
-    """Ids of every sandbox of this backend currently on the host."""
+    """Ids of the sandboxes of this backend that *this process* owns and that still exist.
+
+    Other processes on the machine (a colleague's test run) may own sandboxes meanwhile; they
+    are not ours to count.
+    """
+    me = owner_token()
     if isinstance(backend, DockerBackend):
         containers = backend.client.containers.list(
-            all=True, filters={"label": "swe-sandbox.managed=1"}
+            all=True, filters={"label": f"swe-sandbox.owner={me}"}
         )
         return {c.name.removeprefix("swe-sandbox-") for c in containers}
     root = runtime_root()
-    return {p.name for p in root.iterdir()} if root.is_dir() else set()
+    found = set()
+    for box in root.iterdir() if root.is_dir() else []:
+        with contextlib.suppress(OSError):
+            if (box / "owner").read_text() == me:
+                found.add(box.name)
+    return found
