@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from swe_sandbox._backend import Backend
 from swe_sandbox._errors import SandboxError
 from swe_sandbox._rootfs import DEFAULT_PACKAGES, BaseImageSpec
@@ -26,6 +28,22 @@ from swe_sandbox._task import (
     task_from_swebench_row,
     task_from_swerebench_row,
 )
+
+
+def task_to_json(task: TaskSpec) -> dict[str, Any]:
+    """The ``spec`` JSON form of `task` (inverse of `task_from_json`)."""
+    data = attrs.asdict(task, recurse=False)
+    data["repo"] = {
+        "kind": task.repo.kind.value,
+        "location": task.repo.location,
+        "path_in_image": task.repo.path_in_image,
+        "strip_components": task.repo.strip_components,
+    }
+    for key, value in data.items():
+        if isinstance(value, tuple):
+            data[key] = list(value)
+    data["runner_files"] = dict(task.runner_files)
+    return data
 
 
 def task_from_json(data: dict[str, Any], fmt: str = "spec") -> TaskSpec:
