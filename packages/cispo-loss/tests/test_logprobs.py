@@ -102,6 +102,7 @@ def test_no_grad_inference() -> None:
     with torch.no_grad():
         lp, ent = token_logprobs(h, w, t)
     assert not lp.requires_grad
+    assert not ent.requires_grad
     torch.testing.assert_close(lp, reference_token_logprobs(h, w, t)[0])
 
 
