@@ -161,7 +161,7 @@ def _engine_logprobs(
     per step from the cache. ``after_prefill`` runs between the two (a weight refresh)."""
     from transformers import DynamicCache  # the optional extra; only the audit needs it here
 
-    cache = DynamicCache(config=model.config)
+    cache = DynamicCache(config=getattr(model, "config", None))
     out = model(ids[:, :prefill_len], cache=cache, use_cache=True)
     logits = [out.logits[:, -1:]]
     if after_prefill is not None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import sys
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -38,6 +38,7 @@ from hybrid_numerics._errors import PatchError
 #: ``"prefix_chunk"``: a cached decode step recomputes the chunk path over the whole prefix (the
 #: audit's "GDN through the trainer path while attention decodes").
 GDNMode = Literal["auto", "recurrent", "prefix_chunk"]
+_GDNResult = tuple[torch.Tensor, torch.Tensor | None]
 
 _PATCH_ATTR = "_hybrid_numerics_patch"
 _ORIGINAL_ATTR = "_hybrid_numerics_original_forward"
@@ -138,7 +139,7 @@ def patched_config(model: nn.Module, **changes: Any) -> Iterator[None]:
 
 
 def _patched_forward(
-    self: nn.Module,
+    self: Any,
     hidden_states: torch.Tensor,
     cache: Any = None,
     attention_mask: torch.Tensor | None = None,
@@ -150,7 +151,7 @@ def _patched_forward(
         cache = kwargs.pop("cache_params", None)
     hidden_states = ns.apply_mask_to_padding_states(hidden_states, attention_mask)
     B, T, _ = hidden_states.shape
-    layer_idx: int = self.layer_idx
+    layer_idx = int(self.layer_idx)
     conv_state = recurrent_state = None
     if cache is not None:
         conv_state = cache.get_conv_state(layer_idx, state_idx=0)
@@ -172,7 +173,7 @@ def _patched_forward(
 
 
 def _project(
-    self: nn.Module, h: torch.Tensor, B: int, T: int
+    self: Any, h: torch.Tensor, B: int, T: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """``(mixed_qkv [B, T, 2*key_dim + value_dim], z [B, T, HV, V], b, a [B, T, HV])``."""
     if hasattr(self, "in_proj_qkvz"):  # Qwen3-Next: interleaved per-k-head projections
@@ -186,7 +187,7 @@ def _project(
 
 
 def _convolve(
-    self: nn.Module,
+    self: Any,
     ns: types.ModuleType,
     mixed_qkv: torch.Tensor,
     cache: Any,
@@ -213,7 +214,7 @@ def _convolve(
 
 
 def _mix(
-    self: nn.Module,
+    self: Any,
     state: _LayerState,
     inputs: tuple[torch.Tensor, ...],
     cache: Any,
@@ -223,37 +224,52 @@ def _mix(
 ) -> torch.Tensor:
     """The gated delta rule with the FP32 gate; updates the cache's FP32 state."""
     cfg = state.config
-    gate = {
-        "A_log": self.A_log,
-        "dt_bias": self.dt_bias,
-        "use_qk_l2norm": True,
-        "backend": cfg.backend,
-    }
+    gate = _GateArgs(self.A_log, self.dt_bias, cfg.backend)
     if cfg.mode == "prefix_chunk" and cache is not None:
         return _mix_prefix_chunk(self, state, inputs, cache, recurrent_state, gate)
     if cfg.mode == "recurrent" and not decode:
         initial = None if recurrent_state is None else recurrent_state.float()
-        o, final = _mix_token_by_token(inputs, cfg, gate, initial)
+        o, carried = _mix_token_by_token(inputs, cfg, gate, initial)
         if cache is not None:
-            cache.update_recurrent_state(final, self.layer_idx)
+            cache.update_recurrent_state(carried, self.layer_idx)
         return o
     if decode and recurrent_state is not None and recurrent_state.dtype == torch.float32:
         slots = torch.arange(inputs[0].shape[0], device=recurrent_state.device)
-        o, _ = fused_recurrent_gated_delta_rule(
-            *inputs, state_cache=recurrent_state, state_indices=slots, **gate
-        )  # in place: the cache tensor itself is the kernel's state
+        # In place: the cache tensor itself is the kernel's state.
+        o, _ = gate.call(
+            fused_recurrent_gated_delta_rule, inputs, state_cache=recurrent_state,
+            state_indices=slots,
+        )  # fmt: skip
         _round_in_place(recurrent_state, cfg.cache_state_dtype)
         return o
     initial = None if recurrent_state is None else recurrent_state.float()
     fn = fused_recurrent_gated_delta_rule if decode else chunk_gated_delta_rule
-    o, final = fn(
-        *inputs, initial_state=initial, output_final_state=cache is not None,
-        cu_seqlens=cu_seqlens, **gate,
+    o, final = gate.call(
+        fn, inputs, initial_state=initial, output_final_state=cache is not None,
+        cu_seqlens=cu_seqlens,
     )  # fmt: skip
     if cache is not None and final is not None:
         stored = cache.update_recurrent_state(final, self.layer_idx)
         _round_in_place(stored, cfg.cache_state_dtype)
     return o
+
+
+@dataclass(frozen=True)
+class _GateArgs:
+    """The per-layer arguments every kernel call of a patched layer shares."""
+
+    A_log: torch.Tensor
+    dt_bias: torch.Tensor
+    backend: Backend
+
+    def call(
+        self, fn: Callable[..., _GDNResult], inputs: tuple[torch.Tensor, ...], **extra: Any
+    ) -> _GDNResult:
+        q, k, v, a, beta = inputs
+        return fn(
+            q, k, v, a, beta, A_log=self.A_log, dt_bias=self.dt_bias, use_qk_l2norm=True,
+            backend=self.backend, **extra,
+        )  # fmt: skip
 
 
 def _round_in_place(state: torch.Tensor, dtype: torch.dtype) -> None:
@@ -265,7 +281,7 @@ def _round_in_place(state: torch.Tensor, dtype: torch.dtype) -> None:
 def _mix_token_by_token(
     inputs: tuple[torch.Tensor, ...],
     cfg: GDNPatchConfig,
-    gate: dict[str, Any],
+    gate: _GateArgs,
     carried: torch.Tensor | None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The decode recurrence over a whole sequence, one token per call, state rounded as the
@@ -273,9 +289,10 @@ def _mix_token_by_token(
     outputs = []
     for t in range(inputs[0].shape[1]):
         step = [x[:, t : t + 1].contiguous() for x in inputs]
-        o, carried = fused_recurrent_gated_delta_rule(
-            *step, initial_state=carried, output_final_state=True, **gate
-        )
+        o, carried = gate.call(
+            fused_recurrent_gated_delta_rule, tuple(step), initial_state=carried,
+            output_final_state=True,
+        )  # fmt: skip
         assert carried is not None
         if cfg.cache_state_dtype != torch.float32:
             carried = carried.to(cfg.cache_state_dtype).float()
@@ -285,19 +302,19 @@ def _mix_token_by_token(
 
 
 def _mix_prefix_chunk(
-    self: nn.Module,
+    self: Any,
     state: _LayerState,
     inputs: tuple[torch.Tensor, ...],
     cache: Any,
     recurrent_state: torch.Tensor | None,
-    gate: dict[str, Any],
+    gate: _GateArgs,
 ) -> torch.Tensor:
     """Trainer-path numbers inside a decode loop: rerun the chunk path over the whole prefix."""
     if recurrent_state is None:  # a new sequence (prefill): forget older prefixes
         state.prefix.clear()
     state.prefix.append(tuple(x.detach() for x in inputs))
     whole = [torch.cat(parts, dim=1) for parts in zip(*state.prefix, strict=True)]
-    o, final = chunk_gated_delta_rule(*whole, output_final_state=True, **gate)
+    o, final = gate.call(chunk_gated_delta_rule, tuple(whole), output_final_state=True)
     assert final is not None
     cache.update_recurrent_state(final, self.layer_idx)
     return o[:, -inputs[0].shape[1] :]

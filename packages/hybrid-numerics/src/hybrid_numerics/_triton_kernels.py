@@ -1,3 +1,6 @@
+# Triton kernel parameters are pointers/ints whose annotations would change how Triton
+# specialises them, so the kernels stay unannotated (mypy: only for this module).
+# mypy: disable-error-code="untyped-decorator,no-untyped-def"
 """Triton kernels with the recurrent state in FP32 wherever it lives.
 
 * :func:`recurrent_kernel` - decode. One program per (sequence, value head, V block) keeps its
