@@ -1,0 +1,38 @@
+"""The embedded deck: procedurally generated Python repositories with one injected bug each,
+as swe-sandbox ``TaskSpec`` s, validated by swe-curate's Pipeline 1 (DESIGN.md §4)."""
+
+from arctic_swe.deck._deck import (
+    SPLITS,
+    Deck,
+    DeckConfig,
+    DeckTask,
+    generate_tasks,
+    load_deck,
+    write_deck,
+)
+from arctic_swe.deck._errors import DeckConfigError, DeckError, DeckFormatError
+from arctic_swe.deck._functions import FunctionSpec, evaluate, inject_bug, make_function
+from arctic_swe.deck._repo import GeneratedTask, generate_task
+from arctic_swe.deck._validate import AUDIT_FILE, ValidationReport, validate_deck
+
+__all__ = [
+    "AUDIT_FILE",
+    "SPLITS",
+    "Deck",
+    "DeckConfig",
+    "DeckConfigError",
+    "DeckError",
+    "DeckFormatError",
+    "DeckTask",
+    "FunctionSpec",
+    "GeneratedTask",
+    "ValidationReport",
+    "evaluate",
+    "generate_task",
+    "generate_tasks",
+    "inject_bug",
+    "load_deck",
+    "make_function",
+    "validate_deck",
+    "write_deck",
+]

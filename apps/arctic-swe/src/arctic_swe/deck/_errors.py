@@ -1,0 +1,15 @@
+"""Typed errors of the embedded deck."""
+
+from __future__ import annotations
+
+
+class DeckError(ValueError):
+    """Base class: a deck could not be generated, written, loaded or validated."""
+
+
+class DeckConfigError(DeckError):
+    """A deck config field is out of range (sizes, seed, module counts)."""
+
+
+class DeckFormatError(DeckError):
+    """A deck directory is missing, incomplete or its manifest is not one this version wrote."""

@@ -1,0 +1,27 @@
+"""The agent harness (Mini-SWE-Agent-Plus shape): engine turns, raw format check, episode gate,
+sandbox tools, observations appended as tokens, graded submit — one ``Trajectory`` per rollout."""
+
+from arctic_swe.harness._config import SYSTEM_PROMPT, TINY_HARNESS, HarnessConfig
+from arctic_swe.harness._episode import TOOLS, clip, prompt_text, run_episode, run_tool
+from arctic_swe.harness._errors import HarnessError
+from arctic_swe.harness._sampler import EngineSampler, SampledTurn, ScriptedSampler, TurnSampler
+from arctic_swe.harness._trajectory import NOT_GENERATED, Trajectory, TurnRecord
+
+__all__ = [
+    "NOT_GENERATED",
+    "SYSTEM_PROMPT",
+    "TINY_HARNESS",
+    "TOOLS",
+    "EngineSampler",
+    "HarnessConfig",
+    "HarnessError",
+    "SampledTurn",
+    "ScriptedSampler",
+    "Trajectory",
+    "TurnRecord",
+    "TurnSampler",
+    "clip",
+    "prompt_text",
+    "run_episode",
+    "run_tool",
+]

@@ -1,0 +1,49 @@
+"""Harness budgets and the system prompt (Mini-SWE-Agent-Plus shape; seed 000 §3.2)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from arctic_swe.harness._errors import HarnessError
+
+SYSTEM_PROMPT = (
+    "You are a software engineer fixing an issue in the repository in your working directory. "
+    "Use the tools to inspect and edit files and to run the tests, then call submit."
+)
+
+
+@dataclass(frozen=True)
+class HarnessConfig:
+    """Budgets of one episode.
+
+    * ``max_turns`` / ``max_tokens`` — the episode gate's budgets (paper: 100 turns, 131k
+      tokens); ``max_tokens`` counts the whole trajectory (prompt, turns, observations).
+    * ``max_new_tokens`` — the most tokens one turn may generate.
+    * ``observation_chars`` — tool output longer than this is cut (head and tail kept).
+    * ``invalid_reward`` — the gated reward of a failed episode (0, or -1 where configured).
+    * ``exec_timeout_s`` — wall-clock limit of one ``execute_bash``.
+    """
+
+    max_turns: int = 100
+    max_tokens: int = 131_072
+    max_new_tokens: int = 4096
+    observation_chars: int = 16_000
+    invalid_reward: float = 0.0
+    exec_timeout_s: float = 60.0
+    system_prompt: str = SYSTEM_PROMPT
+
+    def __post_init__(self) -> None:
+        for name in ("max_turns", "max_tokens", "max_new_tokens", "observation_chars"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise HarnessError(f"{name} must be a positive int, got {value!r}")
+        if self.invalid_reward > 0:
+            raise HarnessError(f"invalid_reward must be <= 0, got {self.invalid_reward}")
+        if self.exec_timeout_s <= 0:
+            raise HarnessError(f"exec_timeout_s must be positive, got {self.exec_timeout_s}")
+
+
+#: The embedded (tiny-model) preset: deck tasks need four turns of a few dozen tokens each.
+TINY_HARNESS = HarnessConfig(
+    max_turns=8, max_tokens=3072, max_new_tokens=160, observation_chars=1200, exec_timeout_s=30.0
+)

@@ -1,0 +1,43 @@
+"""The scripted expert (the RFT stage of seed 003's RFT+DAPO recipe).
+
+It solves a deck task through the same tools and the same chat format as the policy: open the
+file the issue names, replace the wrong line with the expected one (the gold hunk), run the
+tests, submit. Each turn is written with swe-formatcheck's ``render_turn`` — the exact inverse
+of the validator — so every expert turn is valid by construction and the policy imitates the
+format it will be checked against.
+"""
+
+from __future__ import annotations
+
+from swe_formatcheck import ToolCall, render_turn
+from transformers import PreTrainedTokenizerFast
+
+from arctic_swe.deck import DeckTask
+from arctic_swe.harness import ScriptedSampler
+
+TEST_COMMAND = "python3 -m pytest -q"
+
+
+def expert_turns(task: DeckTask) -> list[str]:
+    """The four raw assistant turns that solve ``task``."""
+    path = task.bug_path
+    return [
+        render_turn(
+            f"The issue names {path}; read it.",
+            ToolCall("execute_bash", {"command": f"cat {path}"}),
+        ),
+        render_turn(
+            "Replace the wrong line with the expected one.",
+            ToolCall(
+                "edit_via_str_replace",
+                {"path": path, "old_str": task.old_line, "new_str": task.new_line},
+            ),
+        ),
+        render_turn("Run the tests.", ToolCall("execute_bash", {"command": TEST_COMMAND})),
+        render_turn("The fix is in; submit.", ToolCall("submit", {})),
+    ]
+
+
+def expert_sampler(tokenizer: PreTrainedTokenizerFast, task: DeckTask) -> ScriptedSampler:
+    """A sampler replaying :func:`expert_turns` for ``task``."""
+    return ScriptedSampler(tokenizer, expert_turns(task))

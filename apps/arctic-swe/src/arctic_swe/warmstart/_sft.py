@@ -1,0 +1,126 @@
+"""Supervised fine-tuning on expert trajectories (the RFT warm start of seed 003).
+
+The loss is the mean next-token cross-entropy over **assistant tokens only** (the trajectory's
+``loss_mask``): the model learns to write turns, never to predict the system prompt, the issue or
+tool output. Batches are right-padded (causal attention and the Gated DeltaNet recurrence never
+look right, so padding cannot change a real position's logits).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from arctic_swe.harness import Trajectory
+from arctic_swe.warmstart._errors import WarmStartError
+
+IGNORE = -100
+
+
+@dataclass(frozen=True)
+class SFTConfig:
+    """Optimiser and schedule of the warm start (AdamW, constant lr after a short warm-up)."""
+
+    steps: int = 300
+    batch_size: int = 8
+    lr: float = 3e-3
+    warmup_steps: int = 20
+    weight_decay: float = 0.0
+    grad_clip: float = 1.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "batch_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise WarmStartError(f"{name} must be a positive int, got {value!r}")
+        if not self.lr > 0 or self.warmup_steps < 0 or self.grad_clip <= 0:
+            raise WarmStartError("lr and grad_clip must be positive, warmup_steps >= 0")
+
+
+@dataclass(frozen=True)
+class SFTStep:
+    """One optimiser step: its loss (mean over assistant tokens), tokens, seconds."""
+
+    step: int
+    loss: float
+    tokens: int
+    seconds: float
+
+
+def collate(batch: Sequence[Trajectory], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(input_ids, labels)`` of shape ``[B, T]``: labels are the next token where that token
+    is an assistant token, else ``-100``."""
+    width = max(len(t.token_ids) for t in batch)
+    inputs = torch.full((len(batch), width), pad_id, dtype=torch.long)
+    labels = torch.full((len(batch), width), IGNORE, dtype=torch.long)
+    for row, trajectory in enumerate(batch):
+        ids = torch.tensor(trajectory.token_ids, dtype=torch.long)
+        mask = torch.tensor(trajectory.loss_mask, dtype=torch.bool)
+        inputs[row, : len(ids)] = ids
+        shifted = torch.where(mask[1:], ids[1:], torch.full_like(ids[1:], IGNORE))
+        labels[row, : len(ids) - 1] = shifted
+    return inputs, labels
+
+
+def assistant_loss(model: nn.Module, inputs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy of the labelled (assistant) positions."""
+    logits = model(input_ids=inputs).logits
+    return nn.functional.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1), ignore_index=IGNORE
+    )
+
+
+def train_sft(
+    model: nn.Module,
+    trajectories: Sequence[Trajectory],
+    pad_id: int,
+    config: SFTConfig = SFTConfig(),
+    on_step: Callable[[SFTStep], None] | None = None,
+) -> list[SFTStep]:
+    """Fine-tune ``model`` in place on ``trajectories``; returns the per-step record.
+
+    Batches are drawn by shuffled epochs with ``config.seed``; the model is left in eval mode.
+    """
+    usable = [t for t in trajectories if any(t.loss_mask)]
+    if not usable:
+        raise WarmStartError("no trajectory holds an assistant token to train on")
+    rng = random.Random(config.seed)
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=config.lr, betas=(0.9, 0.98), weight_decay=config.weight_decay
+    )
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: min(1.0, (step + 1) / max(1, config.warmup_steps))
+    )
+    order: list[Trajectory] = []
+    history: list[SFTStep] = []
+    model.train()
+    try:
+        for step in range(config.steps):
+            began = time.monotonic()
+            batch = []
+            for _ in range(min(config.batch_size, len(usable))):
+                if not order:
+                    order = list(usable)
+                    rng.shuffle(order)
+                batch.append(order.pop())
+            inputs, labels = collate(batch, pad_id)
+            loss = assistant_loss(model, inputs, labels)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()  # type: ignore[no-untyped-call]
+            nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+            optimizer.step()
+            schedule.step()
+            tokens = int((labels != IGNORE).sum())
+            record = SFTStep(step, float(loss.detach()), tokens, time.monotonic() - began)
+            history.append(record)
+            if on_step is not None:
+                on_step(record)
+    finally:
+        model.eval()
+    return history
