@@ -13,7 +13,8 @@ from swe_curate._correct import correct_counterfactuals
 from swe_curate._counterfactual import Kind
 from swe_curate._diff import apply_patch, make_patch
 from swe_curate._source import PatchedTree, same_program
-from swe_curate._wrong import special_case_test_values, wrong_counterfactuals
+from swe_curate._special_case import special_case_test_values
+from swe_curate._wrong import wrong_counterfactuals
 
 
 def _run(source: str, a: int, b: int) -> Any:

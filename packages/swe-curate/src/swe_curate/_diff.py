@@ -179,9 +179,8 @@ def _locate(src: Sequence[str], want: Sequence[str], guess: int, floor: int) -> 
 def apply_patch(files: Mapping[str, str], patch: str | Sequence[FilePatch]) -> dict[str, str]:
     """Apply ``patch`` to ``files`` (repo-relative path → text); return the touched files' new text.
 
-    A deleted file maps to ``None``-free absence: it is simply left out of the result and listed
-    in nothing — callers that care use :func:`parse_patch` directly. Raises
-    :class:`PatchApplyError` when a file is missing or a hunk does not match.
+    Files the patch deletes are absent from the result. Raises :class:`PatchApplyError` when a
+    file is missing or a hunk does not match, :class:`PatchFormatError` for a malformed diff.
     """
     patches = parse_patch(patch) if isinstance(patch, str) else list(patch)
     result: dict[str, str] = {}

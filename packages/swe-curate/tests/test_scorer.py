@@ -1,0 +1,35 @@
+"""The scorer adapter and the host-side task tree, on the real namespace sandbox."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+import pytest
+from curate_tasks import make_task
+from swe_curate._errors import PatchApplyError
+from swe_curate._scorer import SandboxScorer, TaskTree
+
+
+def test_task_tree_reads_the_buggy_tree_with_graded_tests_restored(tmp_path: Path) -> None:
+    task = make_task(tmp_path, "loose")
+    tree = TaskTree(task)
+    assert "if x < lo" not in tree.read_file("geom/ops.py")
+    assert "def test_low" in tree.read_file("tests/test_ops.py")  # from the test patch
+    assert "tests/test_ops.py" in tree.list_files()
+    assert not any(p.startswith(".git/") for p in tree.list_files())
+    with pytest.raises(FileNotFoundError):
+        tree.read_file("nope.py")
+
+
+def test_grade_run_and_apply_errors(tmp_path: Path, scorer: SandboxScorer) -> None:
+    task = make_task(tmp_path, "loose")
+    assert scorer.grade(task, "").reward == 0
+    assert scorer.grade(task, task.gold_patch).reward == 1
+    ran = scorer.run(task, "", "grep -c 'def test_low' tests/test_ops.py", timeout=30)
+    assert ran.output.strip() == "1"  # graded tests restored for probes
+    with pytest.raises(PatchApplyError):
+        scorer.grade(task, task.gold_patch.replace("return hi", "return HI"))
+    other = attrs.evolve(make_task(tmp_path / "b", "good"))
+    assert scorer.grade(other, other.gold_patch).reward == 1  # switching tasks switches sandboxes
+    assert scorer.grades == 3
