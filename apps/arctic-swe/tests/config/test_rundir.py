@@ -18,7 +18,8 @@ from arctic_swe.config import (
 def test_fresh_run_writes_its_config_and_resume_reads_it(tmp_path: Path) -> None:
     config = apply_overrides(RunConfig(), ["run.updates=3"])
     run = prepare_run_dir(tmp_path / "r", config, resume=False)
-    assert run.plots.is_dir() and run.checkpoints.is_dir()
+    assert run.plots.is_dir()
+    assert run.checkpoints.is_dir()
     assert load_run_config(prepare_run_dir(run.root, RunConfig(), resume=True)) == config
 
 

@@ -1,0 +1,36 @@
+"""The trainer: log-prob recompute with the engine's numerics, CISPO + IcePop, AdamW (β2 0.98),
+and atomic, exactly-resumable checkpoints."""
+
+from arctic_swe.trainer._checkpoint import (
+    LATEST,
+    Restored,
+    latest_checkpoint,
+    load_checkpoint,
+    load_model_from,
+    save_checkpoint,
+)
+from arctic_swe.trainer._errors import BatchError, ResumeError, TrainerError
+from arctic_swe.trainer._numerics import apply_fp32_numerics, build_fp32_policy, load_fp32_policy
+from arctic_swe.trainer._samples import PaddedBatch, TrainSample, pad_batch
+from arctic_swe.trainer._trainer import StepStats, Trainer, loss_config
+
+__all__ = [
+    "LATEST",
+    "BatchError",
+    "PaddedBatch",
+    "Restored",
+    "ResumeError",
+    "StepStats",
+    "TrainSample",
+    "Trainer",
+    "TrainerError",
+    "apply_fp32_numerics",
+    "build_fp32_policy",
+    "latest_checkpoint",
+    "load_checkpoint",
+    "load_fp32_policy",
+    "load_model_from",
+    "loss_config",
+    "pad_batch",
+    "save_checkpoint",
+]

@@ -1,0 +1,157 @@
+"""Atomic, exactly-resumable checkpoints (issue #11).
+
+One checkpoint is a directory ``checkpoints/step-N/``::
+
+    model/              Hugging Face checkpoint (config.json + model.safetensors)
+    trainer.pt          AdamW state and step count
+    rng.pt              torch / python RNG states
+    deck.state          deck-evictor state (its own atomic format)
+    state.json          step, policy version, metrics cursor and any run extras
+
+It is written into a hidden staging directory and renamed into place, then ``LATEST`` (a
+one-line file naming it) is replaced atomically, so a crash at any instant leaves either the
+previous checkpoint or the new one as ``LATEST`` — never a half-written one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from deck_evictor import Deck, DeckError
+from transformers import Qwen3_5ForCausalLM
+
+from arctic_swe.model import CheckpointError, assign_weights, read_weights, save_policy
+from arctic_swe.trainer._errors import ResumeError
+from arctic_swe.trainer._trainer import Trainer
+
+LATEST = "LATEST"
+_FILES = ("model", "trainer.pt", "rng.pt", "deck.state", "state.json")
+
+
+@dataclass(frozen=True)
+class Restored:
+    """What :func:`load_checkpoint` gives back besides the restored trainer."""
+
+    step: int
+    version: int
+    metrics_lines: int  # lines of metrics.jsonl that belong to this checkpoint
+    deck: Deck
+    extras: dict[str, Any]
+    path: Path
+
+
+def save_checkpoint(
+    root: Path,
+    trainer: Trainer,
+    deck: Deck,
+    *,
+    version: int,
+    metrics_lines: int,
+    extras: Mapping[str, Any] | None = None,
+    keep: int = 2,
+) -> Path:
+    """Write checkpoint ``step-{trainer.steps}`` under ``root`` atomically; prune all but the
+    newest ``keep``. Returns its path."""
+    root.mkdir(parents=True, exist_ok=True)
+    name = f"step-{trainer.steps}"
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=root))
+    try:
+        model: Any = trainer.model
+        save_policy(model, staging / "model")
+        torch.save(trainer.state_dict(), staging / "trainer.pt")
+        torch.save(
+            {"torch": torch.get_rng_state(), "python": random.getstate()}, staging / "rng.pt"
+        )
+        deck.save(staging / "deck.state")
+        state = {
+            "step": trainer.steps,
+            "version": version,
+            "metrics_lines": metrics_lines,
+            "extras": dict(extras or {}),
+        }
+        (staging / "state.json").write_text(json.dumps(state, indent=1, sort_keys=True))
+        target = root / name
+        if target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    _write_latest(root, name)
+    _prune(root, keep, current=name)
+    return target
+
+
+def latest_checkpoint(root: Path) -> Path | None:
+    """The checkpoint ``LATEST`` names, or ``None`` when no checkpoint was ever completed."""
+    pointer = root / LATEST
+    if not pointer.is_file():
+        return None
+    path = root / pointer.read_text().strip()
+    missing = [f for f in _FILES if not (path / f).exists()]
+    if missing:
+        raise ResumeError(f"checkpoint {path} is incomplete: missing {missing}")
+    return path
+
+
+def load_checkpoint(path: Path, trainer: Trainer) -> Restored:
+    """Restore model weights, optimizer, step count and RNG states into ``trainer`` and return
+    the deck and run state saved with them. Raises :class:`ResumeError` on anything missing."""
+    try:
+        state = json.loads((path / "state.json").read_text())
+        weights = read_weights(path / "model")
+        assign_weights(trainer.model, weights)
+        trainer.load_state_dict(torch.load(path / "trainer.pt", weights_only=False))
+        rng = torch.load(path / "rng.pt", weights_only=False)
+        deck = Deck.load(path / "deck.state")
+    except (OSError, json.JSONDecodeError, KeyError, CheckpointError, DeckError) as exc:
+        raise ResumeError(f"cannot resume from {path}: {exc}") from exc
+    if state["step"] != trainer.steps:
+        raise ResumeError(f"{path}: state.json says step {state['step']}, trainer {trainer.steps}")
+    torch.set_rng_state(rng["torch"])
+    random.setstate(rng["python"])
+    return Restored(
+        step=int(state["step"]),
+        version=int(state["version"]),
+        metrics_lines=int(state["metrics_lines"]),
+        deck=deck,
+        extras=dict(state["extras"]),
+        path=path,
+    )
+
+
+def load_model_from(path: Path) -> Qwen3_5ForCausalLM:
+    """The policy saved in a checkpoint (for evaluation or a fresh engine)."""
+    from arctic_swe.model import load_policy
+
+    return load_policy(path / "model")
+
+
+def _write_latest(root: Path, name: str) -> None:
+    fd, staging = tempfile.mkstemp(prefix=".LATEST.", dir=root)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(name + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(staging, root / LATEST)
+
+
+def _prune(root: Path, keep: int, current: str) -> None:
+    steps = sorted(
+        (p for p in root.glob("step-*") if p.is_dir() and p.name.split("-")[-1].isdigit()),
+        key=lambda p: int(p.name.split("-")[-1]),
+    )
+    for old in steps[:-keep]:
+        if old.name != current:
+            shutil.rmtree(old, ignore_errors=True)
+    for stale in root.glob(".step-*"):  # staging left by a crash
+        shutil.rmtree(stale, ignore_errors=True)

@@ -1,0 +1,173 @@
+"""The trainer: recompute log-probs with the engine's numerics, CISPO + IcePop, AdamW.
+
+Seed 000 §3.3–§5: the trainer scores the rollout tokens with the same model code the engine
+samples with (hybrid-numerics kernels, FP32 recurrent state, the chunked LM-head log-probs of
+cispo-loss), so the importance weight ω measures only the real rollout–trainer mismatch. The
+objective is CISPO with IcePop masking on ``[0, 2]``, token mean over the *global* batch (the
+normaliser counts every micro-batch of the step), no KL, no entropy bonus, no length term;
+AdamW with β2 = 0.98 at a constant learning rate, gradient clipping.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from cispo_loss import LossConfig, cispo_loss, default_normalizer, token_logprobs
+from torch import nn
+
+from arctic_swe.config import TrainerSection
+from arctic_swe.trainer._errors import BatchError
+from arctic_swe.trainer._samples import PaddedBatch, TrainSample, pad_batch
+
+#: Figures of :meth:`Trainer.step` averaged over the step's trainable tokens.
+_TOKEN_MEANS = ("mismatch_kl", "masked_frac", "entropy_mean", "masked_frac_low", "masked_frac_high")
+
+
+@dataclass(frozen=True)
+class StepStats:
+    """What one optimizer step did (all floats are finite on a healthy run)."""
+
+    step: int  # optimizer steps taken so far, this one included
+    loss: float
+    grad_norm: float  # before clipping
+    mismatch_kl: float  # mean(ω − log ω − 1) over trainable tokens
+    masked_frac: float  # share of trainable tokens IcePop masked
+    entropy: float  # mean next-token entropy over trainable tokens
+    trainable_tokens: int
+    rollouts: int
+    seconds: float
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.trainable_tokens / self.seconds if self.seconds > 0 else 0.0
+
+
+def loss_config(section: TrainerSection) -> LossConfig:
+    """The cispo-loss configuration a trainer section selects."""
+    return LossConfig(
+        ratio_control="ppo_clip" if section.ratio_control == "ppo_clip" else "mask",
+        mask_low=0.0,
+        mask_high=section.mask_high,
+        aggregation="token_mean" if section.aggregation == "token_mean" else "rollout_mean",
+    )
+
+
+class Trainer:
+    """Owns the training copy of the policy and its AdamW state.
+
+    ``model`` is a Qwen3.5 causal LM (``arctic_swe.model.build_policy``/``load_policy``); it is
+    trained in place. On CUDA the forward runs under bf16 autocast with the FP32 parameters
+    kept by the hybrid-numerics precision policy; on CPU everything is FP32.
+    """
+
+    def __init__(self, model: nn.Module, section: TrainerSection) -> None:
+        self.model = model
+        self.section = section
+        self.loss_config = loss_config(section)
+        self.device = next(model.parameters()).device
+        self.vocab_size = int(model.get_output_embeddings().weight.shape[0])  # type: ignore[operator]
+        self.optimizer = torch.optim.AdamW(
+            model.parameters(),
+            lr=section.lr,
+            betas=(section.beta1, section.beta2),
+            weight_decay=section.weight_decay,
+        )
+        self.steps = 0
+
+    # ------------------------------------------------------------------ public API
+    def step(self, samples: Sequence[TrainSample]) -> StepStats:
+        """One optimizer step on ``samples`` (the whole global batch), in micro-batches of
+        ``micro_batch_rollouts`` whose gradients accumulate under one global normaliser."""
+        if not samples:
+            raise BatchError("a step needs at least one sample")
+        started = time.perf_counter()
+        batches = [
+            pad_batch(chunk, self.vocab_size, self.device) for chunk in self._chunks(samples)
+        ]
+        normalizer = sum(default_normalizer(b.loss_mask, config=self.loss_config) for b in batches)
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        totals: dict[str, float] = dict.fromkeys(_TOKEN_MEANS, 0.0)
+        loss_sum, tokens = 0.0, 0
+        for batch in batches:
+            metrics = self._accumulate(batch, max(normalizer, 1))
+            count = int(metrics["trainable_tokens"])
+            tokens += count
+            loss_sum += metrics["loss"]
+            for key in _TOKEN_MEANS:
+                totals[key] += metrics.get(key, 0.0) * count
+        grad_norm = float(nn.utils.clip_grad_norm_(self.model.parameters(), self.section.grad_clip))
+        self.optimizer.step()
+        self.model.eval()
+        self.steps += 1
+        mean = {k: v / tokens if tokens else 0.0 for k, v in totals.items()}
+        return StepStats(
+            step=self.steps,
+            loss=loss_sum,
+            grad_norm=grad_norm,
+            mismatch_kl=mean["mismatch_kl"],
+            masked_frac=mean["masked_frac"],
+            entropy=mean["entropy_mean"],
+            trainable_tokens=tokens,
+            rollouts=len(samples),
+            seconds=time.perf_counter() - started,
+        )
+
+    @torch.no_grad()
+    def recompute_logprobs(self, sample: TrainSample) -> torch.Tensor:
+        """Trainer log-probs ``[T-1]`` of tokens ``1..T-1`` of ``sample`` (FP32, no grad)."""
+        batch = pad_batch([sample], self.vocab_size, self.device)
+        with self._autocast():
+            logprobs, _ = self._logprobs(batch)
+        return logprobs[0].float()
+
+    def weights(self) -> dict[str, torch.Tensor]:
+        """A CPU copy of the current weights for an engine refresh (each keeps its dtype)."""
+        return {k: v.detach().to("cpu", copy=True) for k, v in self.model.state_dict().items()}
+
+    def state_dict(self) -> dict[str, Any]:
+        """Optimizer state and step count (the model is saved as safetensors separately)."""
+        return {"optimizer": self.optimizer.state_dict(), "steps": self.steps}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.steps = int(state["steps"])
+
+    # ------------------------------------------------------------------ internals
+    def _chunks(self, samples: Sequence[TrainSample]) -> Iterator[Sequence[TrainSample]]:
+        size = self.section.micro_batch_rollouts
+        for start in range(0, len(samples), size):
+            yield samples[start : start + size]
+
+    def _autocast(self) -> AbstractContextManager[Any]:
+        if self.device.type == "cuda":
+            return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+        return nullcontext()
+
+    def _logprobs(self, batch: PaddedBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        core: Any = self.model.get_submodule("model")
+        hidden = core(input_ids=batch.input_ids, use_cache=False).last_hidden_state
+        head = self.model.get_output_embeddings().weight  # type: ignore[operator]
+        hidden = hidden[:, :-1].to(head.dtype)
+        result = token_logprobs(hidden, head, batch.targets)
+        return result.logprobs, result.entropy
+
+    def _accumulate(self, batch: PaddedBatch, normalizer: int) -> dict[str, float]:
+        with self._autocast():
+            logprobs, entropy = self._logprobs(batch)
+        output = cispo_loss(
+            logprobs.float(),
+            batch.rollout_logprobs,
+            batch.advantages,
+            batch.loss_mask,
+            config=self.loss_config,
+            normalizer=normalizer,
+            entropy=entropy.float(),
+        )
+        output.loss.backward()
+        return dict(output.metrics)

@@ -1,0 +1,87 @@
+"""Tests for ``arctic_swe.trainer._checkpoint``: atomic writes and exact resume."""
+
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from arctic_swe.config import TrainerSection
+from arctic_swe.model import policy_config
+from arctic_swe.trainer import (
+    LATEST,
+    ResumeError,
+    Trainer,
+    TrainSample,
+    build_fp32_policy,
+    latest_checkpoint,
+    load_checkpoint,
+    save_checkpoint,
+)
+from deck_evictor import Deck
+
+VOCAB = 64
+
+
+def _samples(shift: int) -> list[TrainSample]:
+    out = []
+    for k, adv in enumerate((0.5, -0.5)):
+        ids = tuple((3 + shift + 5 * k + i) % VOCAB for i in range(8))
+        mask = tuple(i >= 3 for i in range(8))
+        out.append(TrainSample(ids, mask, tuple(-1.2 if m else 0.0 for m in mask), adv))
+    return out
+
+
+def _fresh() -> Trainer:
+    return Trainer(build_fp32_policy(policy_config(VOCAB), seed=1), TrainerSection(lr=1e-3))
+
+
+def test_resume_continues_exactly(tmp_path: Path) -> None:
+    trainer, deck = _fresh(), Deck([f"t{i}" for i in range(6)], seed=3)
+    trainer.step(_samples(0))
+    deck.advance(1)
+    deck.record(deck.sample(2).task_ids[0], 1, 4)
+    path = save_checkpoint(tmp_path, trainer, deck, version=1, metrics_lines=1, extras={"clock": 1})
+    noise_after_save = (torch.rand(3), random.random())
+    trainer.step(_samples(1))
+    continued = {k: v.clone() for k, v in trainer.model.state_dict().items()}
+
+    resumed = _fresh()
+    restored = load_checkpoint(latest_checkpoint(tmp_path) or path, resumed)
+    assert (restored.step, restored.version, restored.metrics_lines) == (1, 1, 1)
+    assert restored.extras == {"clock": 1}
+    assert restored.deck.state_dict() == deck.state_dict()
+    assert torch.equal(torch.rand(3), noise_after_save[0])
+    assert random.random() == noise_after_save[1]
+    resumed.step(_samples(1))
+    for name, value in resumed.model.state_dict().items():
+        assert torch.equal(value, continued[name]), name
+    assert resumed.steps == 2
+
+
+def test_latest_moves_only_after_a_complete_write_and_old_ones_are_pruned(tmp_path: Path) -> None:
+    trainer, deck = _fresh(), Deck(["a", "b"], seed=0)
+    assert latest_checkpoint(tmp_path) is None
+    for _ in range(3):
+        trainer.step(_samples(0))
+        save_checkpoint(tmp_path, trainer, deck, version=trainer.steps, metrics_lines=0, keep=2)
+    assert (tmp_path / LATEST).read_text().strip() == "step-3"
+    assert sorted(p.name for p in tmp_path.glob("step-*")) == ["step-2", "step-3"]
+    (tmp_path / ".step-4.crashed").mkdir()  # a staging directory left by a crash
+    assert latest_checkpoint(tmp_path) == tmp_path / "step-3"
+
+
+def test_incomplete_or_mismatched_checkpoints_are_refused(tmp_path: Path) -> None:
+    trainer, deck = _fresh(), Deck(["a", "b"], seed=0)
+    trainer.step(_samples(0))
+    path = save_checkpoint(tmp_path, trainer, deck, version=1, metrics_lines=0)
+    (path / "deck.state").unlink()
+    with pytest.raises(ResumeError, match="incomplete"):
+        latest_checkpoint(tmp_path)
+    with pytest.raises(ResumeError, match="cannot resume"):
+        load_checkpoint(path, _fresh())
+    shutil.rmtree(path / "model")
+    with pytest.raises(ResumeError):
+        load_checkpoint(path, _fresh())
