@@ -44,7 +44,10 @@ class TrainSample:
             raise BatchError("the first token cannot be trainable (nothing predicts it)")
         if not math.isfinite(self.advantage):
             raise BatchError(f"advantage must be finite, got {self.advantage}")
-        if any(m and not (lp <= 0.0) for m, lp in zip(self.loss_mask, self.rollout_logprobs)):
+        if any(
+            m and not (lp <= 0.0)
+            for m, lp in zip(self.loss_mask, self.rollout_logprobs, strict=True)
+        ):
             raise BatchError("rollout log-probs of trainable tokens must be finite and <= 0")
 
     @property

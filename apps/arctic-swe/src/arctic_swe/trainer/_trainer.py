@@ -1,8 +1,8 @@
 """The trainer: recompute log-probs with the engine's numerics, CISPO + IcePop, AdamW.
 
-Seed 000 §3.3–§5: the trainer scores the rollout tokens with the same model code the engine
+Seed 000 §3.3-§5: the trainer scores the rollout tokens with the same model code the engine
 samples with (hybrid-numerics kernels, FP32 recurrent state, the chunked LM-head log-probs of
-cispo-loss), so the importance weight ω measures only the real rollout–trainer mismatch. The
+cispo-loss), so the importance weight ω measures only the real rollout-trainer mismatch. The
 objective is CISPO with IcePop masking on ``[0, 2]``, token mean over the *global* batch (the
 normaliser counts every micro-batch of the step), no KL, no entropy bonus, no length term;
 AdamW with β2 = 0.98 at a constant learning rate, gradient clipping.
@@ -35,7 +35,7 @@ class StepStats:
     step: int  # optimizer steps taken so far, this one included
     loss: float
     grad_norm: float  # before clipping
-    mismatch_kl: float  # mean(ω − log ω − 1) over trainable tokens
+    mismatch_kl: float  # mean(ω - log ω - 1) over trainable tokens
     masked_frac: float  # share of trainable tokens IcePop masked
     entropy: float  # mean next-token entropy over trainable tokens
     trainable_tokens: int
