@@ -1,0 +1,21 @@
+"""Metrics of the RL loop: per-update JSON lines, PNG curves, a live display, a summary."""
+
+from arctic_swe.metrics._live import LiveDisplay, TensorBoardSink, describe
+from arctic_swe.metrics._plots import PANELS, plot_compare, plot_run
+from arctic_swe.metrics._record import MetricsError, MetricsLog, UpdateMetrics
+from arctic_swe.metrics._summary import RunSummary, summarize, summary_table
+
+__all__ = [
+    "PANELS",
+    "LiveDisplay",
+    "MetricsError",
+    "MetricsLog",
+    "RunSummary",
+    "TensorBoardSink",
+    "UpdateMetrics",
+    "describe",
+    "plot_compare",
+    "plot_run",
+    "summarize",
+    "summary_table",
+]

@@ -1,0 +1,128 @@
+"""The per-update metrics record and its JSON-lines log (issue #11 "Metrics").
+
+One line per optimizer step. The log is append-only; on resume it is cut back to the cursor the
+checkpoint saved (:meth:`MetricsLog.truncate`), so a crash between a log write and the next
+checkpoint never leaves duplicated or orphaned updates.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+
+class MetricsError(ValueError):
+    """A metrics log that cannot be read (corrupt line, missing figure)."""
+
+
+@dataclass(frozen=True)
+class UpdateMetrics:
+    """Every figure of one update (all scalars finite; rates in [0, 1]).
+
+    Reward: ``reward`` is the mean gated reward of the rollouts trained on this update;
+    ``adjusted_reward`` the deck's eviction-adjusted reward (retired-easy tasks count 1.0);
+    ``replay_reward`` the success rate of replay probes of retired tasks (NaN-free: ``-1`` when
+    no probe has run yet). Policy: ``entropy``, ``mismatch_kl`` (mean ω - log ω - 1),
+    ``masked_frac`` (IcePop). Staleness: ``lag_mean``/``lag_max`` (updates between sampling and
+    training), ``stale_dropped``. Time: ``wait_seconds`` (trainer idle, waiting for a batch),
+    ``train_seconds`` (compute), ``refresh_seconds``; ``tokens_per_second`` generated tokens per
+    second of wall time of this update.
+    """
+
+    step: int
+    version: int
+    wall_seconds: float
+    reward: float
+    solved_rate: float
+    adjusted_reward: float
+    replay_reward: float
+    entropy: float
+    mismatch_kl: float
+    masked_frac: float
+    loss: float
+    grad_norm: float
+    lag_mean: float
+    lag_max: int
+    stale_dropped: int
+    dropped_rollouts: int  # rollouts lost to sandbox or engine failures
+    requeued_groups: int  # groups re-leased after an engine failure
+    groups: int
+    rollouts: int
+    trainable_tokens: int
+    generated_tokens: int
+    wait_seconds: float
+    train_seconds: float
+    refresh_seconds: float
+    tokens_per_second: float
+    generate_seconds: float  # summed over rollouts (overlapping)
+    tool_seconds: float
+    grade_seconds: float
+    retired: int
+    active_tasks: int
+    terminations: dict[str, int] = field(default_factory=dict)
+    per_task_reward: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise MetricsError(f"{item.name} is not finite: {value}")
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> UpdateMetrics:
+        names = {f.name for f in fields(cls)}
+        missing = sorted(names - set(data))
+        if missing:
+            raise MetricsError(f"metrics line lacks {missing}")
+        return cls(**{k: data[k] for k in names})
+
+
+class MetricsLog:
+    """Append-only ``metrics.jsonl`` (each line flushed and fsynced)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def append(self, record: UpdateMetrics) -> int:
+        """Write one line; return the number of lines now in the log (the cursor)."""
+        with self.path.open("a") as handle:
+            handle.write(record.to_json() + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        return self.count()
+
+    def count(self) -> int:
+        if not self.path.exists():
+            return 0
+        with self.path.open() as handle:
+            return sum(1 for line in handle if line.strip())
+
+    def truncate(self, lines: int) -> None:
+        """Keep the first ``lines`` records (what the resumed checkpoint has seen)."""
+        kept = list(self.read_raw())[:lines]
+        tmp = self.path.with_suffix(".jsonl.tmp")
+        tmp.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in kept))
+        os.replace(tmp, self.path)
+
+    def read_raw(self) -> Iterator[dict[str, Any]]:
+        if not self.path.exists():
+            return
+        with self.path.open() as handle:
+            for number, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise MetricsError(f"{self.path}:{number}: {exc}") from exc
+
+    def read(self) -> list[UpdateMetrics]:
+        return [UpdateMetrics.from_mapping(row) for row in self.read_raw()]

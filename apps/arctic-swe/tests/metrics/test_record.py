@@ -1,0 +1,55 @@
+"""Tests for ``arctic_swe.metrics._record``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from arctic_swe.metrics import MetricsError, MetricsLog, UpdateMetrics
+from hypothesis import given
+from hypothesis import strategies as st
+
+Record = Callable[..., UpdateMetrics]
+
+
+def test_log_round_trip_and_cursor(make_record: Record, tmp_path: Path) -> None:
+    log = MetricsLog(tmp_path / "metrics.jsonl")
+    assert log.count() == 0
+    written = [make_record(i, i / 10) for i in range(1, 5)]
+    cursors = [log.append(r) for r in written]
+    assert cursors == [1, 2, 3, 4]
+    assert log.read() == written
+
+
+def test_truncate_cuts_back_to_the_checkpoint_cursor(make_record: Record, tmp_path: Path) -> None:
+    log = MetricsLog(tmp_path / "metrics.jsonl")
+    for i in range(1, 6):
+        log.append(make_record(i, 0.5))
+    log.truncate(3)
+    assert [r.step for r in log.read()] == [1, 2, 3]
+
+
+def test_non_finite_figures_and_corrupt_lines_are_refused(
+    make_record: Record, tmp_path: Path
+) -> None:
+    with pytest.raises(MetricsError, match="mismatch_kl"):
+        make_record(1, 0.5, mismatch_kl=float("nan"))
+    path = tmp_path / "metrics.jsonl"
+    path.write_text('{"step": 1}\n')
+    with pytest.raises(MetricsError, match="lacks"):
+        MetricsLog(path).read()
+    path.write_text("{not json\n")
+    with pytest.raises(MetricsError, match=":1:"):
+        MetricsLog(path).read()
+
+
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=8), st.integers(0, 8))
+def test_truncate_keeps_a_prefix(
+    make_record: Record, tmp_path_factory: pytest.TempPathFactory, rewards: list[float], keep: int
+) -> None:
+    log = MetricsLog(tmp_path_factory.mktemp("m") / "metrics.jsonl")
+    for step, reward in enumerate(rewards, 1):
+        log.append(make_record(step, reward))
+    log.truncate(keep)
+    assert [r.reward for r in log.read()] == rewards[:keep]
