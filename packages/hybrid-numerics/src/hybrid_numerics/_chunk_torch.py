@@ -10,11 +10,11 @@ fla's ``chunk_gated_delta_rule``). Within a chunk of ``C`` tokens with in-chunk 
     O  = (Q K^T ⊙ D) (u - w S) + (Q ⊙ exp(c)) S         # S: state entering the chunk
     S' = exp(c_C) S + (K ⊙ exp(c_C - c))^T (u - w S)
 
-Everything that does not depend on ``S`` is computed for all chunks at once. The sequential
-part is reduced to ``S' = M S + R`` with ``M = exp(c_C) I - Kd^T w`` and ``R = Kd^T u``: one
-``[K, K] @ [K, V]`` product per chunk in the Python loop (over chunks, never over tokens). The
-per-chunk states are kept (FP32) and the outputs are then ``attn u + (Q ⊙ exp(c) - attn w) S``,
-again batched. q/k-side products are formed once per q/k head and shared by its value heads.
+Everything that does not depend on ``S`` is computed for all chunks at once. The Python loop
+runs over chunks (never over tokens) and does only the two state products per chunk,
+``fresh = u - w S`` and ``S' = exp(c_C) S + Kd^T fresh``; the per-chunk states are kept in FP32
+and the outputs ``attn fresh + (Q ⊙ exp(c)) S`` are again one batched product. q/k-side
+products (``K K^T``, ``Q K^T``) are formed once per q/k head and shared by its value heads.
 
 Backward is autograd through these tensor ops (``solve_triangular``, ``cumsum`` and matmuls are
 all differentiable), which yields dq, dk, dv, dg, dbeta and d initial_state.
@@ -126,13 +126,15 @@ def prepare_chunks(
     )
     kk = kc @ kc.transpose(-1, -2)  # [B, H, 1, NC, C, C], shared by the G value heads
     system = (bc[..., :, None] * kk * decay).tril(-1)
-    rhs = torch.cat([bc[..., None] * vc, bc[..., None] * kc * gamma.exp()[..., None]], dim=-1)
-    # unitriangular: the unit diagonal of (I + A) is implied, the strict lower part is A.
-    uw = torch.linalg.solve_triangular(system, rhs, upper=False, unitriangular=True)
+    # (I + A)^-1 once per chunk (unitriangular: the unit diagonal is implied), then two
+    # products: cheaper than one triangular solve with a [C, V + K] right-hand side.
+    eye = torch.eye(C, dtype=cd, device=q.device)
+    inverse = torch.linalg.solve_triangular(system, eye, upper=False, unitriangular=True)
+    inverse = inverse * bc[..., None, :]  # fold diag(beta) into the inverse's columns
     gamma_last = gamma[..., -1:]
     return ChunkTerms(
-        u=uw[..., :V],
-        w=uw[..., V:],
+        u=inverse @ vc,
+        w=inverse @ (kc * gamma.exp()[..., None]),
         kd=kc * torch.exp(gamma_last - gamma)[..., None],
         chunk_decay=gamma_last.exp(),
         attn=(qc @ kc.transpose(-1, -2)) * decay,  # incl. the diagonal
@@ -153,14 +155,13 @@ def _chunk_batched(
     C: int,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     terms = prepare_chunks(q, k, v, g, beta, shapes, scale, use_qk_l2norm, C)
-    B, H, G, NC = terms.u.shape[:4]
-    kd_t = terms.kd.transpose(-1, -2)
-    eye = torch.eye(shapes.K, dtype=terms.u.dtype, device=q.device)
-    transition = terms.chunk_decay[..., None] * eye - kd_t @ terms.w  # M: [B, H, G, NC, K, K]
-    inject = kd_t @ terms.u  # R: [B, H, G, NC, K, V]
-    states = _scan_states(transition, inject, initial_state, shapes, B, terms.u.dtype)
-    final = states[:, :, :, NC].reshape(B, H * G, shapes.K, shapes.V)
-    return terms.outputs(states, q.shape[1]), final
+    B, H, G, NC, C, V = terms.u.shape
+    K = shapes.K
+    states, fresh = _scan_states(terms, initial_state, shapes)
+    # O = attn (u - w S) + qd S, batched over all chunks once the states are known.
+    o = terms.attn @ fresh + terms.qd @ states[:, :, :, :NC]
+    o = o.reshape(B, H * G, NC * C, V)[:, :, : q.shape[1]].transpose(1, 2)
+    return o, states[:, :, :, NC].reshape(B, H * G, K, V)
 
 
 def _to_chunks(x: torch.Tensor, pad: int, NC: int, C: int) -> torch.Tensor:
@@ -172,25 +173,28 @@ def _to_chunks(x: torch.Tensor, pad: int, NC: int, C: int) -> torch.Tensor:
 
 
 def _scan_states(
-    transition: torch.Tensor,
-    inject: torch.Tensor,
-    initial_state: torch.Tensor | None,
-    shapes: GDNShapes,
-    B: int,
-    cd: torch.dtype,
-) -> torch.Tensor:
-    """``S_{c+1} = M_c S_c + R_c``; returns all ``NC + 1`` states ``[B, H, G, NC + 1, K, V]``."""
-    H, G, K, V = shapes.H, shapes.group, shapes.K, shapes.V
+    terms: ChunkTerms, initial_state: torch.Tensor | None, shapes: GDNShapes
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The only sequential part: per chunk ``fresh = u - w S`` then
+    ``S <- exp(c_C) S + Kd^T fresh``. Returns the ``NC + 1`` states ``[B, H, G, NC + 1, K, V]``
+    (FP32) and the corrections ``fresh: [B, H, G, NC, C, V]``."""
+    B, H, G, NC, C, V = terms.u.shape
+    K = shapes.K
     if initial_state is None:
-        state = inject.new_zeros(B, H, G, K, V)
+        state = terms.u.new_zeros(B * H * G, K, V)
     else:
-        state = initial_state.to(cd).reshape(B, H, G, K, V)
-    states = [state]
-    for c in range(transition.shape[3]):
-        state = torch.baddbmm(
-            inject[:, :, :, c].reshape(-1, K, V),
-            transition[:, :, :, c].reshape(-1, K, K),
-            state.reshape(-1, K, V),
-        ).reshape(B, H, G, K, V)
+        state = initial_state.to(terms.u.dtype).reshape(B * H * G, K, V)
+    u = terms.u.reshape(B * H * G, NC, C, V)
+    w = terms.w.expand(B, H, G, NC, C, K).reshape(B * H * G, NC, C, K)
+    kd_t = terms.kd.expand(B, H, G, NC, C, K).reshape(B * H * G, NC, C, K).transpose(-1, -2)
+    decay = terms.chunk_decay.reshape(B * H * G, NC, 1, 1)
+    states, fresh = [state], []
+    for c in range(NC):
+        fresh_c = torch.baddbmm(u[:, c], w[:, c], state, alpha=-1.0)
+        state = torch.baddbmm(state * decay[:, c], kd_t[:, c], fresh_c)
         states.append(state)
-    return torch.stack(states, dim=3)
+        fresh.append(fresh_c)
+    return (
+        torch.stack(states, dim=1).reshape(B, H, G, NC + 1, K, V),
+        torch.stack(fresh, dim=1).reshape(B, H, G, NC, C, V),
+    )
