@@ -70,6 +70,8 @@ def test_injection_yields_valid_tasks(
     assert task.fail_to_pass
     assert task.pass_to_pass
     assert "inflection" in task.problem_statement
+    assert "For example:" in task.problem_statement  # the failing assertion, quoted
+    assert "Error" in task.problem_statement
     audited = audit_task(task, scorer, AuditConfig(reruns=1, binding=False))
     assert audited.verdict is Verdict.ADMITTED, audited.reason
     assert audited.measurements["fail_to_pass"] == sorted(task.fail_to_pass)

@@ -35,8 +35,8 @@ def test_parse_takes_the_json_after_the_last_marker() -> None:
 
 
 def test_commands_discard_the_runs_own_output() -> None:
-    assert ">/dev/null 2>&1" in assertion_command("python3 -m pytest")
-    assert "enable_assertion_pass_hook=true" in assertion_command("python3 -m pytest")
+    assert ">/dev/null 2>&1" in assertion_command("python3 -m pytest", ["t.py::a"])
+    assert "enable_assertion_pass_hook=true" in assertion_command("python3 -m pytest", ["t.py::a"])
     command = function_probe_command([("pkg.m", "f", "(1, 'it''s')")])
     assert "/dev/null" in command
     assert command.rstrip().endswith("cat /tmp/_swe_curate_probe.json")

@@ -154,12 +154,12 @@ def binding_assertions(
     task: TaskSpec, scorer: Scorer, f2p: Sequence[str], config: AuditConfig
 ) -> list[dict[str, Any]]:
     """Assertions of F2P tests that raise on the buggy tree, with what they do on gold."""
-    command = assertion_command(task.test_command)
+    command = assertion_command(task.test_command, f2p)
 
     def events(patch: str) -> list[dict[str, Any]]:
         probe_patch = with_file(patch, f"{ASSERT_PLUGIN}.py", ASSERT_PLUGIN_SOURCE)
         done = scorer.run(task, probe_patch, command, timeout=config.probe_timeout_s)
-        found = parse_probe_output(done.output)
+        found = parse_probe_output(done.output, truncated=done.truncated)
         if not isinstance(found, list):
             raise ScorerError("assertion recorder wrote no list")
         return [e for e in found if isinstance(e, dict) and e.get("test") in f2p]

@@ -201,7 +201,7 @@ def run_probe(
     done = scorer.run(
         task, probe_patch, function_probe_command([c.as_tuple() for c in cases]), timeout=timeout
     )
-    raw = parse_probe_output(done.output)
+    raw = parse_probe_output(done.output, truncated=done.truncated)
     if not isinstance(raw, list) or len(raw) != len(cases):
         raise ScorerError("function probe returned the wrong number of results")
     return [

@@ -18,13 +18,16 @@ import re
 import shutil
 import tarfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 from swe_sandbox import DEFAULT_TEST_COMMAND, RepoSource, TaskSpec, TestOutcome
 
+from swe_curate._audit import AuditConfig, binding_assertions
 from swe_curate._diff import make_patch
+from swe_curate._differential import module_name
 from swe_curate._errors import CurateError, MutationError
 from swe_curate._importers import task_to_row
 from swe_curate._records import TaskRecord
@@ -55,6 +58,8 @@ class InjectConfig:
     seed: int = 0
     test_command: str = DEFAULT_TEST_COMMAND
     collect_timeout_s: float = 600.0
+    describe_failures: bool = True
+    """Quote the failing assertions in the issue (two extra probe runs per kept mutant)."""
 
 
 @attrs.frozen
@@ -160,17 +165,30 @@ def collect_tests(scorer: Scorer, task: TaskSpec, timeout: float) -> list[str]:
     ]
 
 
-def issue_text(mutant: Mutant, failing: list[str]) -> str:
-    """A templated issue from the failures (it names the symptom, never the fix)."""
-    module = mutant.path[:-3].replace("/", ".").removeprefix("src.")
+def issue_text(
+    mutant: Mutant, failing: list[str], failures: Sequence[Mapping[str, Any]] = ()
+) -> str:
+    """A templated issue from the failures (it names the symptom, never the fix).
+
+    ``failures`` are binding assertions of the failing tests (as Pipeline 1 records them); up
+    to three are quoted with what they raised on the buggy tree.
+    """
+    module = module_name(mutant.path) or mutant.path
     shown = "\n".join(f"- `{t}`" for t in failing[:5])
     more = f"\n- ... and {len(failing) - 5} more" if len(failing) > 5 else ""
     name = mutant.qualname.rsplit(".", 1)[-1]
+    quoted: dict[str, None] = {}
+    for failure in failures:
+        if failure.get("source") and len(quoted) < 3:
+            raised = str(failure.get("buggy") or "").splitlines()[:1]
+            quoted["\n".join([str(failure["source"]), *raised])] = None
+    examples = "".join(f"\n```\n{text}\n```\n" for text in quoted)
     return (
         f"`{name}` in `{module}` returns wrong results\n\n"
         f"Since the last change, `{mutant.qualname}` no longer behaves as documented. "
-        f"These tests fail:\n{shown}{more}\n\n"
-        f"Expected: `{name}` behaves as these tests (and its documentation) describe.\n"
+        f"These tests fail:\n{shown}{more}\n"
+        + (f"\nFor example:\n{examples}" if examples else "")
+        + f"\nExpected: `{name}` behaves as these tests (and its documentation) describe.\n"
     )
 
 
@@ -205,7 +223,9 @@ def inject(
     for index, mutant in enumerate(itertools.islice(candidates, config.max_candidates)):
         if kept >= config.max_tasks:
             return
-        record = _try_mutant(repo, out_dir, scorer, graded, name, index, mutant)
+        record = _try_mutant(
+            repo, out_dir, scorer, graded, name, index, mutant, config.describe_failures
+        )
         kept += record.verdict is Verdict.INJECTED
         yield record
 
@@ -218,6 +238,7 @@ def _try_mutant(
     name: str,
     index: int,
     mutant: Mutant,
+    describe: bool,
 ) -> TaskRecord:
     began = time.monotonic()
     instance_id = f"{name}-{mutant.mutator}-{index}"
@@ -262,5 +283,11 @@ def _try_mutant(
         pass_to_pass=tuple(t for t in graded.pass_to_pass if t not in failing),
         test_command=graded.test_command,
     )
+    if describe:
+        try:
+            failures = binding_assertions(task, scorer, failing[:5], AuditConfig())
+        except CurateError:
+            failures = []
+        task = attrs.evolve(task, problem_statement=issue_text(mutant, failing, failures))
     measurements.update(fail_to_pass=len(failing), task=task_to_row(task))
     return record(Verdict.INJECTED, f"{len(failing)} test(s) fail, {len(task.pass_to_pass)} pass")

@@ -28,16 +28,27 @@ import os
 import pytest
 
 _EVENTS = []
+_ONLY = None
+if os.environ.get("SWE_CURATE_PROBE_ONLY"):
+    with open(os.environ["SWE_CURATE_PROBE_ONLY"], encoding="utf-8") as _handle:
+        _ONLY = set(json.load(_handle))
+
+
+def _wanted(item):
+    return _ONLY is None or item.nodeid in _ONLY
 
 
 def pytest_assertion_pass(item, lineno, orig, expl):
-    _EVENTS.append({"test": item.nodeid, "line": lineno, "source": "assert " + orig, "outcome": "passed"})
+    if _wanted(item):
+        _EVENTS.append(
+            {"test": item.nodeid, "line": lineno, "source": "assert " + orig, "outcome": "passed"}
+        )
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     yield
-    if call.when != "call" or call.excinfo is None:
+    if call.when != "call" or call.excinfo is None or not _wanted(item):
         return
     entry = None
     for candidate in reversed(call.excinfo.traceback):
@@ -109,11 +120,14 @@ def with_file(patch: str, path: str, text: str) -> str:
     return patch + addition
 
 
-def assertion_command(test_command: str) -> str:
-    """The task's own test command with the assertion recorder loaded; prints its findings."""
-    out = "/tmp/_swe_curate_asserts.json"
+def assertion_command(test_command: str, only: Sequence[str]) -> str:
+    """The task's own test command with the assertion recorder loaded, recording the tests
+    in ``only``; prints its findings after :data:`MARKER`."""
+    out, only_file = "/tmp/_swe_curate_asserts.json", "/tmp/_swe_curate_only.json"
     return (
+        f"printf %s {shlex.quote(json.dumps(list(only)))} > {only_file}; "
         f'export PYTHONPATH="$PWD${{PYTHONPATH:+:$PYTHONPATH}}" SWE_CURATE_PROBE_OUT={out} '
+        f"SWE_CURATE_PROBE_ONLY={only_file} "
         f'PYTEST_ADDOPTS="-p {ASSERT_PLUGIN} -o enable_assertion_pass_hook=true"; '
         f"rm -f {out}; ( {test_command} ) >/dev/null 2>&1; "
         f"echo {MARKER}; cat {out}"
@@ -131,8 +145,10 @@ def function_probe_command(cases: Sequence[tuple[str, str, str]]) -> str:
     )
 
 
-def parse_probe_output(output: str) -> Any:
+def parse_probe_output(output: str, *, truncated: bool = False) -> Any:
     """The JSON after the marker; :class:`ScorerError` when the probe wrote none."""
+    if truncated:
+        raise ScorerError("probe output exceeded the sandbox output limit")
     _, found, tail = output.rpartition(MARKER)
     if not found:
         raise ScorerError("probe output has no marker (the command did not run)")
