@@ -1,19 +1,29 @@
 """The ``arctic-swe`` command line.
 
-Sub-commands are added as the application issues land (#10: deck, warmstart, rollout; #11:
-overfit, compare). Today it reports which Arctic-SWE components are installed and at which version,
-which is what a user checks first when composing the pieces into their own RL stack.
+``components`` lists the installed Arctic-SWE packages; ``deck build``, ``warmstart`` and
+``rollout`` (issue #10) build the embedded deck and tokenizer, warm-start the tiny policy on the
+scripted expert, and watch it solve tasks. ``overfit`` and ``compare`` land with issue #11.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
 import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from arctic_swe._version import __version__
 
+if TYPE_CHECKING:  # heavy imports (torch, transformers) load only when a command runs
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from arctic_swe.engine import TorchEngine
+    from arctic_swe.harness import Trajectory
 #: The workspace members the application composes, in DESIGN.md §2 order.
 COMPONENTS: tuple[str, ...] = (
     "swe-formatcheck",
@@ -25,6 +35,174 @@ COMPONENTS: tuple[str, ...] = (
     "swe-curate",
 )
 
+DEFAULT_DECK = "runs/deck"
+DEFAULT_POLICY = "runs/warmstart"
+
+
+TOKENIZER_DIR = "tokenizer"
+
+
+def _progress(console: Console) -> Progress:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[info]}"),
+        TimeElapsedColumn(),
+        console=console,
+    )
+
+
+def deck_build(args: argparse.Namespace, console: Console) -> int:
+    """Generate the deck, train the tokenizer on it, validate with Pipeline 1."""
+    from rich.table import Table
+    from swe_sandbox import NamespaceBackend
+
+    from arctic_swe.chat import save_tokenizer, train_tokenizer
+    from arctic_swe.deck import DeckConfig, validate_deck, write_deck
+    from arctic_swe.harness import TINY_HARNESS
+    from arctic_swe.warmstart import deck_corpus
+
+    config = DeckConfig(args.seed, args.pool_size, args.heldout_size, args.warmstart_size)
+    deck = write_deck(args.out, config)
+    tokenizer = train_tokenizer(deck_corpus(deck, TINY_HARNESS), args.vocab_size)
+    save_tokenizer(tokenizer, Path(args.out) / TOKENIZER_DIR)
+    console.print(
+        f"deck written to {args.out}: pool {config.pool_size}, held-out {config.heldout_size}, "
+        f"warm-start {config.warmstart_size}; tokenizer of {len(tokenizer)} tokens"
+    )
+    if args.validate == "none":
+        return 0
+    splits = ("pool", "heldout")
+    chosen = [task for split in splits for task in deck.split(split)]
+    if args.validate == "sample":
+        step = max(1, len(chosen) // args.sample)
+        chosen = chosen[::step][: args.sample]
+    with _progress(console) as progress:
+        bar = progress.add_task("Pipeline 1", total=len(chosen), info="")
+        _, report = validate_deck(
+            deck,
+            NamespaceBackend(),
+            splits=splits,
+            reruns=args.reruns,
+            workers=args.workers,
+            only={task.instance_id for task in chosen},
+            on_task=lambda r: progress.update(
+                bar, advance=1, info=f"{r.instance_id} {r.verdict.value}"
+            ),
+        )
+    table = Table(title="Pipeline 1")
+    table.add_column("admitted", justify="right")
+    table.add_column("rejected", justify="right")
+    table.add_column("reused", justify="right")
+    table.add_row(str(len(report.admitted)), str(len(report.rejected)), str(report.skipped))
+    console.print(table)
+    for task_id, verdict in report.rejected.items():
+        console.print(f"[red]rejected[/red] {task_id}: {verdict}")
+    return 0 if report.ok else 1
+
+
+def warmstart(args: argparse.Namespace, console: Console) -> int:
+    """Expert trajectories on the warm-start split, SFT, checkpoint."""
+    import torch
+    from swe_sandbox import NamespaceBackend
+
+    from arctic_swe.chat import load_tokenizer
+    from arctic_swe.deck import load_deck
+    from arctic_swe.warmstart import SFTConfig, warm_start
+
+    torch.set_num_threads(args.threads)
+    deck = load_deck(args.deck)
+    tokenizer = load_tokenizer(Path(args.deck) / TOKENIZER_DIR)
+    tasks = deck.split("warmstart")[: args.tasks]
+    sft = SFTConfig(steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed)
+    with _progress(console) as progress:
+        expert_bar = progress.add_task("expert", total=len(tasks), info="")
+        sft_bar = progress.add_task("SFT", total=sft.steps, info="")
+        result = warm_start(
+            tasks,
+            tokenizer,
+            args.out,
+            NamespaceBackend(),
+            sft=sft,
+            model_seed=args.seed,
+            concurrency=args.workers,
+            on_expert=lambda t: progress.update(expert_bar, advance=1, info=t.task_id),
+            on_step=lambda s: progress.update(sft_bar, advance=1, info=f"loss {s.loss:.3f}"),
+        )
+    console.print(
+        f"policy written to {result.policy_dir}: {len(result.expert)} expert trajectories "
+        f"({result.expert_seconds:.0f} s), {len(result.steps)} SFT steps "
+        f"({result.sft_seconds:.0f} s), final loss {result.final_loss:.4f}"
+    )
+    return 0
+
+
+def rollout(args: argparse.Namespace, console: Console) -> int:
+    """Sample rollouts of the policy on deck tasks; print one trajectory and the summary."""
+    import torch
+
+    from arctic_swe.chat import IM_END, load_tokenizer, special_id
+    from arctic_swe.deck import load_deck
+    from arctic_swe.engine import EngineConfig, TorchEngine
+    from arctic_swe.harness import summary, summary_table, trajectory_view
+    from arctic_swe.model import load_policy
+
+    torch.set_num_threads(args.threads)
+    deck = load_deck(args.deck)
+    tokenizer = load_tokenizer(args.policy)
+    tasks = [task.spec for task in deck.split(args.split)[: args.tasks]]
+    model = load_policy(args.policy)
+    stop = special_id(tokenizer, IM_END)
+    engine = TorchEngine(
+        model, EngineConfig(capacity=max(1, len(tasks)), seed=args.seed, stop_token_ids=(stop,))
+    )
+    with _progress(console) as progress:
+        bar = progress.add_task("rollouts", total=len(tasks), info="")
+        solved = [0]
+
+        def done(trajectory: Trajectory) -> None:
+            solved[0] += trajectory.solved
+            progress.update(bar, advance=1, info=f"solved {solved[0]}")
+
+        trajectories = asyncio.run(_rollouts(engine, tasks, tokenizer, args.workers, done))
+    for trajectory in trajectories[: args.show]:
+        console.print(trajectory_view(trajectory))
+    console.print(summary_table(trajectories))
+    if args.json:
+        Path(args.json).write_text("".join(t.to_json() + "\n" for t in trajectories))
+    console.print(json.dumps(summary(trajectories)))
+    return 0
+
+
+async def _rollouts(
+    engine: TorchEngine, tasks: list[Any], tokenizer: Any, workers: int, done: Any
+) -> list[Trajectory]:
+    from swe_sandbox import NamespaceBackend, SandboxPool
+
+    from arctic_swe.harness import TINY_HARNESS, EngineSampler, run_rollouts
+
+    try:
+        async with SandboxPool(NamespaceBackend(), max_concurrency=workers) as pool:
+            return await run_rollouts(
+                tasks,
+                lambda index, _: EngineSampler(engine, tokenizer, index),
+                pool,
+                tokenizer,
+                TINY_HARNESS,
+                on_done=done,
+            )
+    finally:
+        await engine.close()
+
 
 def component_versions() -> dict[str, str | None]:
     """Map each component distribution to its installed version (``None`` when absent)."""
@@ -35,6 +213,84 @@ def component_versions() -> dict[str, str | None]:
         except PackageNotFoundError:
             found[name] = None
     return found
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
+    return value
+
+
+def _add_deck_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    deck = commands.add_parser("deck", help="the embedded deck of generated Python repositories")
+    actions = deck.add_subparsers(dest="deck_command", metavar="ACTION", required=True)
+    build = actions.add_parser(
+        "build",
+        help="generate the deck, train the tokenizer on it, validate it with Pipeline 1",
+        description="Write DIR/deck.json, DIR/repos/*, DIR/tokenizer/ and DIR/audit.jsonl.",
+    )
+    build.add_argument("--out", default=DEFAULT_DECK, help="deck directory (replaced)")
+    build.add_argument("--seed", type=_non_negative, default=0, help="deck seed")
+    build.add_argument("--pool-size", type=_positive, default=160, help="stress-test pool size")
+    build.add_argument("--heldout-size", type=_non_negative, default=40, help="held-out size")
+    build.add_argument(
+        "--warmstart-size", type=_non_negative, default=200, help="warm-start split size"
+    )
+    build.add_argument("--vocab-size", type=_positive, default=2048, help="BPE vocabulary size")
+    build.add_argument(
+        "--validate",
+        choices=("all", "sample", "none"),
+        default="sample",
+        help="Pipeline 1 on every pool/held-out task, on an evenly spaced sample, or not at all",
+    )
+    build.add_argument("--sample", type=_positive, default=16, help="tasks in the sample")
+    build.add_argument("--reruns", type=_positive, default=2, help="Pipeline 1 runs per tree")
+    build.add_argument("--workers", type=_positive, default=2, help="sandboxes in parallel")
+
+
+def _add_warmstart_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    warm = commands.add_parser(
+        "warmstart",
+        help="SFT the tiny policy on scripted-expert trajectories (the RFT stage)",
+        description="Run the expert on the warm-start split, fine-tune, write a checkpoint.",
+    )
+    warm.add_argument("--deck", default=DEFAULT_DECK, help="deck directory (deck build)")
+    warm.add_argument("--out", default=DEFAULT_POLICY, help="checkpoint directory (replaced)")
+    warm.add_argument("--tasks", type=_positive, default=64, help="warm-start tasks to use")
+    warm.add_argument("--steps", type=_positive, default=300, help="SFT optimiser steps")
+    warm.add_argument("--batch-size", type=_positive, default=8, help="trajectories per step")
+    warm.add_argument("--lr", type=float, default=3e-3, help="AdamW learning rate")
+    warm.add_argument("--seed", type=_non_negative, default=0, help="model and data seed")
+    warm.add_argument("--workers", type=_positive, default=2, help="expert sandboxes at once")
+    warm.add_argument("--threads", type=_positive, default=2, help="torch CPU threads")
+
+
+def _add_rollout_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    roll = commands.add_parser(
+        "rollout",
+        help="sample rollouts of a policy on deck tasks and summarise them",
+        description="Print a readable trajectory and a summary table (solved, terminations, "
+        "tokens, latency).",
+    )
+    roll.add_argument("--deck", default=DEFAULT_DECK, help="deck directory")
+    roll.add_argument("--policy", default=DEFAULT_POLICY, help="checkpoint directory")
+    roll.add_argument("--tasks", type=_positive, default=16, help="tasks (one rollout each)")
+    roll.add_argument(
+        "--split", choices=("pool", "heldout", "warmstart"), default="pool", help="deck split"
+    )
+    roll.add_argument("--show", type=_non_negative, default=1, help="trajectories to print")
+    roll.add_argument("--seed", type=_non_negative, default=0, help="sampling seed")
+    roll.add_argument("--workers", type=_positive, default=4, help="sandboxes at once")
+    roll.add_argument("--threads", type=_positive, default=2, help="torch CPU threads")
+    roll.add_argument("--json", default=None, help="also write the trajectories as JSON lines")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,6 +308,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="list the Arctic-SWE packages this application composes and their installed versions",
         description="Print one line per component: distribution name and installed version.",
     )
+    _add_deck_parser(commands)
+    _add_warmstart_parser(commands)
+    _add_rollout_parser(commands)
     return parser
 
 
@@ -65,8 +324,32 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{name:<16} {found or 'NOT INSTALLED'}")
             missing += found is None
         return 1 if missing else 0
+    if args.command in ("deck", "warmstart", "rollout"):
+        return _run(args)
     parser.print_help()
     return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from arctic_swe.chat import ChatError
+    from arctic_swe.deck import DeckError
+    from arctic_swe.harness import HarnessError
+    from arctic_swe.model import PolicyError
+    from arctic_swe.warmstart import WarmStartError
+
+    console = Console()
+    command = {
+        "deck": deck_build,
+        "warmstart": warmstart,
+        "rollout": rollout,
+    }[args.command]
+    try:
+        return command(args, console)
+    except (DeckError, ChatError, HarnessError, PolicyError, WarmStartError) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -10,7 +10,7 @@ marked dropped in the manifest, never deleted.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -47,11 +47,13 @@ def validate_deck(
     reruns: int = 2,
     workers: int = 2,
     limits: Limits | None = None,
+    only: Collection[str] | None = None,
     on_task: Callable[[TaskRecord], None] | None = None,
 ) -> tuple[Deck, ValidationReport]:
     """Run Pipeline 1 on ``splits`` of ``deck`` (``workers`` sandboxes in parallel).
 
-    Returns the reloaded deck (rejected tasks dropped) and the report. ``on_task`` is called
+    ``only`` restricts the run to those task ids (a sample). Returns the reloaded deck
+    (rejected tasks dropped) and the report. ``on_task`` is called
     once per finished task (progress bars). The warm-start split is validated implicitly: the
     scripted expert's submit is graded by the same scorer.
     """
@@ -60,7 +62,14 @@ def validate_deck(
     config = AuditConfig(reruns=reruns, binding=False)
     store = RecordStore(deck.root / AUDIT_FILE)
     done = store.latest(STAGE)
-    todo = [task for split in splits for task in deck.split(split) if task.instance_id not in done]
+    splits = tuple(splits)
+    wanted = {
+        task.instance_id
+        for split in splits
+        for task in deck.split(split)
+        if only is None or task.instance_id in only
+    }
+    todo = [task for task in deck if task.instance_id in wanted - set(done)]
     lock = threading.Lock()
     local = threading.local()
     scorers: list[SandboxScorer] = []
@@ -84,7 +93,6 @@ def validate_deck(
     finally:
         for scorer in scorers:
             scorer.close()
-    wanted = {task.instance_id for split in splits for task in deck.split(split)}
     latest = {**done, **{record.instance_id: record for record in records}}
     rejected = {
         task_id: record.verdict.value

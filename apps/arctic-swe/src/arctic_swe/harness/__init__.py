@@ -4,6 +4,8 @@ sandbox tools, observations appended as tokens, graded submit — one ``Trajecto
 from arctic_swe.harness._config import SYSTEM_PROMPT, TINY_HARNESS, HarnessConfig
 from arctic_swe.harness._episode import TOOLS, clip, prompt_text, run_episode, run_tool
 from arctic_swe.harness._errors import HarnessError
+from arctic_swe.harness._report import summary, summary_table, trajectory_view
+from arctic_swe.harness._rollout import run_rollouts
 from arctic_swe.harness._sampler import EngineSampler, SampledTurn, ScriptedSampler, TurnSampler
 from arctic_swe.harness._trajectory import NOT_GENERATED, Trajectory, TurnRecord
 
@@ -23,5 +25,9 @@ __all__ = [
     "clip",
     "prompt_text",
     "run_episode",
+    "run_rollouts",
     "run_tool",
+    "summary",
+    "summary_table",
+    "trajectory_view",
 ]

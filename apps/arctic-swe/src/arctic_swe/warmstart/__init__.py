@@ -1,8 +1,15 @@
 """The warm start (RFT stage of seed 003): a scripted expert that solves deck tasks through the
 harness's tools and chat format, and supervised fine-tuning on its trajectories."""
 
+from arctic_swe.warmstart._corpus import deck_corpus, task_corpus
 from arctic_swe.warmstart._errors import WarmStartError
 from arctic_swe.warmstart._expert import TEST_COMMAND, expert_sampler, expert_turns
+from arctic_swe.warmstart._pipeline import (
+    EXPERT_FILE,
+    WarmStartResult,
+    collect_expert,
+    warm_start,
+)
 from arctic_swe.warmstart._sft import (
     IGNORE,
     SFTConfig,
@@ -13,14 +20,20 @@ from arctic_swe.warmstart._sft import (
 )
 
 __all__ = [
+    "EXPERT_FILE",
     "IGNORE",
     "TEST_COMMAND",
     "SFTConfig",
     "SFTStep",
     "WarmStartError",
+    "WarmStartResult",
     "assistant_loss",
     "collate",
+    "collect_expert",
+    "deck_corpus",
     "expert_sampler",
     "expert_turns",
+    "task_corpus",
     "train_sft",
+    "warm_start",
 ]

@@ -1,0 +1,112 @@
+"""The warm-start pipeline: expert trajectories on the warm-start split, then SFT, then save.
+
+The expert runs through the real harness and the real sandboxes (same tools, same chat format,
+same token layout as a policy rollout), so the SFT data is exactly what the policy will see.
+The result is a Hugging Face checkpoint directory holding the policy *and* its tokenizer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from swe_sandbox import Backend, SandboxPool
+from transformers import PreTrainedTokenizerFast
+
+from arctic_swe.chat import save_tokenizer
+from arctic_swe.deck import DeckTask
+from arctic_swe.harness import TINY_HARNESS, HarnessConfig, Trajectory, run_rollouts
+from arctic_swe.model import build_policy, policy_config, save_policy
+from arctic_swe.warmstart._errors import WarmStartError
+from arctic_swe.warmstart._expert import expert_sampler
+from arctic_swe.warmstart._sft import SFTConfig, SFTStep, train_sft
+
+EXPERT_FILE = "expert.jsonl"
+
+
+@dataclass(frozen=True)
+class WarmStartResult:
+    """What :func:`warm_start` produced: the checkpoint, the expert data and the SFT curve."""
+
+    policy_dir: Path
+    expert: tuple[Trajectory, ...] = field(repr=False)
+    steps: tuple[SFTStep, ...] = field(repr=False)
+    expert_seconds: float
+    sft_seconds: float
+
+    @property
+    def final_loss(self) -> float:
+        """Mean loss of the last 10 % of steps."""
+        tail = self.steps[-max(1, len(self.steps) // 10) :]
+        return sum(s.loss for s in tail) / len(tail)
+
+
+async def collect_expert(
+    tasks: Sequence[DeckTask],
+    tokenizer: PreTrainedTokenizerFast,
+    backend: Backend,
+    harness: HarnessConfig = TINY_HARNESS,
+    *,
+    concurrency: int = 2,
+    grade: bool = False,
+    on_done: Callable[[Trajectory], None] | None = None,
+) -> list[Trajectory]:
+    """Run the scripted expert on ``tasks`` in real sandboxes (``concurrency`` at once)."""
+    by_id = {task.instance_id: task for task in tasks}
+    async with SandboxPool(backend, max_concurrency=concurrency) as pool:
+        return await run_rollouts(
+            [task.spec for task in tasks],
+            lambda _, spec: expert_sampler(tokenizer, by_id[spec.instance_id]),
+            pool,
+            tokenizer,
+            harness,
+            grade=grade,
+            on_done=on_done,
+        )
+
+
+def warm_start(
+    tasks: Sequence[DeckTask],
+    tokenizer: PreTrainedTokenizerFast,
+    out_dir: str | os.PathLike[str],
+    backend: Backend,
+    *,
+    sft: SFTConfig | None = None,
+    harness: HarnessConfig = TINY_HARNESS,
+    model_seed: int = 0,
+    concurrency: int = 2,
+    on_expert: Callable[[Trajectory], None] | None = None,
+    on_step: Callable[[SFTStep], None] | None = None,
+) -> WarmStartResult:
+    """Collect expert trajectories on ``tasks``, fine-tune a fresh tiny policy on them, and
+    write the checkpoint (policy + tokenizer + ``expert.jsonl``) to ``out_dir``."""
+    if not tasks:
+        raise WarmStartError("the warm start needs at least one task")
+    began = time.monotonic()
+    expert = asyncio.run(
+        collect_expert(
+            tasks, tokenizer, backend, harness, concurrency=concurrency, on_done=on_expert
+        )
+    )
+    broken = [t.task_id for t in expert if t.termination != "submitted"]
+    if broken:
+        raise WarmStartError(f"the expert failed to submit on {broken[:5]}")
+    expert_seconds = time.monotonic() - began
+    config = policy_config(
+        len(tokenizer), pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id
+    )
+    model = build_policy(config, seed=model_seed)
+    began = time.monotonic()
+    pad_id = tokenizer.pad_token_id
+    assert isinstance(pad_id, int)
+    steps = train_sft(model, expert, pad_id, sft or SFTConfig(), on_step)
+    sft_seconds = time.monotonic() - began
+    target = save_policy(model, out_dir)
+    save_tokenizer(tokenizer, target)
+    with (target / EXPERT_FILE).open("w") as handle:
+        handle.writelines(t.to_json() + "\n" for t in expert)
+    return WarmStartResult(target, tuple(expert), tuple(steps), expert_seconds, sft_seconds)
