@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from swe_curate._errors import CurateError
 from swe_curate._records import RecordStore, TaskRecord, summarize
 from swe_curate._verdicts import Verdict
@@ -77,3 +80,44 @@ def test_verdict_polarity() -> None:
         Verdict.INJECTED,
     }
     assert Verdict("too_loose") is Verdict.TOO_LOOSE
+
+
+class RecordStoreMachine(RuleBasedStateMachine):
+    """Appends, crashes mid-write and reopenings in any order: a reopened store always knows
+    exactly the records whose append completed, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dir = Path(tempfile.mkdtemp(prefix="curate-store-"))
+        self.store = RecordStore(self.dir / "records.jsonl")
+        self.model: list[tuple[str, str]] = []
+
+    @rule(
+        instance_id=st.sampled_from(["a", "b", "c", "d"]), stage=st.sampled_from(["audit", "judge"])
+    )
+    def append(self, instance_id: str, stage: str) -> None:
+        self.store.append(TaskRecord(instance_id, stage, Verdict.ADMITTED))
+        self.model.append((instance_id, stage))
+
+    @rule(cut=st.integers(1, 40))
+    def crash_mid_write(self, cut: int) -> None:
+        line = TaskRecord("torn", "audit", Verdict.FLAKY).to_json()
+        with self.store.path.open("a", encoding="utf-8") as handle:
+            handle.write(line[: min(cut, len(line) - 1)])
+
+    @rule()
+    def reopen(self) -> None:
+        self.store = RecordStore(self.store.path)
+
+    @invariant()
+    def knows_exactly_the_completed_records(self) -> None:
+        assert [(r.instance_id, r.stage) for r in self.store] == self.model
+        for stage in ("audit", "judge"):
+            assert self.store.done(stage) == {i for i, s in self.model if s == stage}
+
+    def teardown(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+TestRecordStoreMachine = RecordStoreMachine.TestCase
+TestRecordStoreMachine.settings = settings(max_examples=30, stateful_step_count=12, deadline=None)

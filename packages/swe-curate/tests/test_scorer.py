@@ -33,3 +33,17 @@ def test_grade_run_and_apply_errors(tmp_path: Path, scorer: SandboxScorer) -> No
     other = attrs.evolve(make_task(tmp_path / "b", "good"))
     assert scorer.grade(other, other.gold_patch).reward == 1  # switching tasks switches sandboxes
     assert scorer.grades == 3
+
+
+@pytest.mark.docker
+def test_docker_backend_grades_like_the_namespace_backend(tmp_path: Path) -> None:
+    from swe_sandbox import DockerBackend, SandboxError
+
+    try:
+        backend = DockerBackend()
+    except SandboxError as exc:
+        pytest.skip(f"Docker backend unavailable: {exc}")
+    task = make_task(tmp_path, "loose")
+    with SandboxScorer(backend) as docker_scorer:
+        assert docker_scorer.grade(task, "").reward == 0
+        assert docker_scorer.grade(task, task.gold_patch).reward == 1
