@@ -30,7 +30,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "run": {"updates": 230},
         "deck": {"pool_size": 160, "groups_per_update": 32, "rollouts_per_group": 5},
         "engine": {"engines": 6, "capacity": 64, "max_resident": 40, "max_new_tokens": 8192},
-        "harness": {"max_turns": 100, "max_tokens": 131072},
+        "harness": {"max_turns": 100, "max_tokens": 131072, "sandboxes": 256},
         "trainer": {"lr": 1e-6, "micro_batch_rollouts": 4},
     },
 }
@@ -185,6 +185,9 @@ def validate(config: RunConfig) -> None:
     )
     _require(engine.max_new_tokens >= 1, "engine.max_new_tokens", "must be >= 1")
     _require(harness.max_turns >= 1, "harness.max_turns", "must be >= 1")
+    _require(harness.observation_chars >= 1, "harness.observation_chars", "must be >= 1")
+    _require(harness.exec_timeout_s > 0, "harness.exec_timeout_s", "must be > 0")
+    _require(harness.sandboxes >= 1, "harness.sandboxes", "must be >= 1")
     _require(
         harness.max_tokens > engine.max_new_tokens,
         "harness.max_tokens",

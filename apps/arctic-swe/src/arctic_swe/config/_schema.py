@@ -49,7 +49,7 @@ class EngineSection:
     max_resident: int = 16  # router cap on resident rollouts per engine
     routing: str = "least_loaded"
     invalidate_caches: bool = True  # ablation "cache invalidation off" sets False
-    max_new_tokens: int = 48  # per turn
+    max_new_tokens: int = 160  # per turn
 
 
 @attrs.frozen
@@ -58,8 +58,11 @@ class HarnessSection:
 
     gated_reward: bool = True  # ablation "gated reward off": invalid episodes keep their grade
     strict_format: bool = True  # ablation "raw format check off": lenient parse
-    max_turns: int = 4
-    max_tokens: int = 1024  # whole-episode token budget
+    max_turns: int = 8
+    max_tokens: int = 3072  # whole-episode token budget (prompt, turns, observations)
+    observation_chars: int = 1200  # tool output cut to about this many characters
+    exec_timeout_s: float = 30.0  # wall-clock limit of one execute_bash
+    sandboxes: int = 8  # sandboxes running at once (the pool's concurrency)
 
 
 @attrs.frozen

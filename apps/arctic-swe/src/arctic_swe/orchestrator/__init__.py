@@ -1,0 +1,36 @@
+"""The asynchronous RL loop: deck -> router -> engines -> harness -> sandboxes -> groups ->
+advantages -> trainer, with generation overlapping training; ``arctic-swe overfit``/``compare``."""
+
+from arctic_swe.orchestrator._batch import BatchTally, build_samples, tally
+from arctic_swe.orchestrator._commands import ABLATIONS, register
+from arctic_swe.orchestrator._groups import GroupJob, GroupOutcome, LeaseSampler, run_group
+from arctic_swe.orchestrator._loop import Components, RLLoop
+from arctic_swe.orchestrator._overfit import OverfitResult, run_overfit
+from arctic_swe.orchestrator._setup import (
+    EngineFactory,
+    Inputs,
+    SetupError,
+    harness_config,
+    open_components,
+)
+
+__all__ = [
+    "ABLATIONS",
+    "BatchTally",
+    "Components",
+    "EngineFactory",
+    "GroupJob",
+    "GroupOutcome",
+    "Inputs",
+    "LeaseSampler",
+    "OverfitResult",
+    "RLLoop",
+    "SetupError",
+    "build_samples",
+    "harness_config",
+    "open_components",
+    "register",
+    "run_group",
+    "run_overfit",
+    "tally",
+]

@@ -1,0 +1,146 @@
+"""One group = ``n`` rollouts of one task on one leased engine (DESIGN.md §4 steps 2-5).
+
+The router leases the group onto the least-loaded engine (all rollouts share its prefix cache);
+each rollout takes a sandbox from the pool and runs the harness; every turn goes through the
+lease so the router records the policy version of each token and pauses turns during a refresh.
+
+Failure policy (issue #11): a rollout whose sandbox dies (any ``SandboxError``) is dropped and
+counted, the others continue; if the engine fails (``RetryableError`` from the router: engine
+down or drained) the whole group is re-leased and rerun, up to ``max_retries`` times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from load_router import GenerateRequest, GroupRecord, Lease, LeaseState, RetryableError, Router
+from swe_sandbox import SandboxError, SandboxPool, TaskSpec
+from transformers import PreTrainedTokenizerFast
+
+from arctic_swe.harness import HarnessConfig, SampledTurn, Trajectory, run_episode
+
+
+class LeaseSampler:
+    """The harness's ``TurnSampler`` over a router lease: every turn is one ``lease.generate``
+    (the engine stops at its configured ``<|im_end|>``)."""
+
+    def __init__(self, lease: Lease, rollout_index: int, stop_id: int) -> None:
+        self.lease = lease
+        self.rollout_index = rollout_index
+        self.stop_id = stop_id
+
+    async def sample(self, prompt_ids: Sequence[int], max_new_tokens: int) -> SampledTurn:
+        result = await self.lease.generate(
+            GenerateRequest(
+                rollout_index=self.rollout_index,
+                prompt_ids=tuple(prompt_ids),
+                max_new_tokens=max_new_tokens,
+            )
+        )
+        ids = tuple(result.token_ids)
+        finish = "stop" if ids and ids[-1] == self.stop_id else "max_tokens"
+        return SampledTurn(ids, tuple(result.logprobs), (result.policy_version,) * len(ids), finish)
+
+
+@dataclass(frozen=True)
+class GroupOutcome:
+    """A finished group: its surviving trajectories and what happened on the way."""
+
+    task_id: str
+    probe: bool  # a replay probe of a retired task (never trained on)
+    trajectories: tuple[Trajectory, ...] = field(repr=False)
+    record: GroupRecord | None  # token versions for the off-policy screen (None: nothing ran)
+    dropped_rollouts: int  # rollouts lost to sandbox failures
+    retries: int  # re-leases after engine failures
+    seconds: float
+    error: str | None = None  # set when the group could not be completed at all
+
+    @property
+    def successes(self) -> int:
+        return sum(t.solved for t in self.trajectories)
+
+
+@dataclass(frozen=True)
+class GroupJob:
+    """What to run: ``n`` rollouts of ``task``."""
+
+    task: TaskSpec
+    n: int
+    probe: bool = False
+
+
+async def run_group(
+    job: GroupJob,
+    router: Router,
+    pool: SandboxPool,
+    tokenizer: PreTrainedTokenizerFast,
+    harness: HarnessConfig,
+    stop_id: int,
+    *,
+    max_retries: int,
+) -> GroupOutcome:
+    """Run ``job`` to completion (or give up after ``max_retries`` engine failures)."""
+    began = time.monotonic()
+    retries = 0
+    while True:
+        lease = await router.acquire(job.task.instance_id, job.n)
+        try:
+            results = await asyncio.gather(
+                *(
+                    _rollout(job.task, LeaseSampler(lease, i, stop_id), pool, tokenizer, harness)
+                    for i in range(job.n)
+                ),
+                return_exceptions=True,
+            )
+        except BaseException:
+            lease.release(LeaseState.FAILED) if lease.state is LeaseState.ACTIVE else None
+            raise
+        engine_failed = any(isinstance(r, RetryableError) for r in results)
+        others = [r for r in results if isinstance(r, BaseException) and not _is_lost(r)]
+        if lease.state is LeaseState.ACTIVE:
+            lease.release(LeaseState.FAILED if engine_failed else LeaseState.COMPLETED)
+        if others and not engine_failed:
+            raise others[0]
+        if engine_failed:
+            retries += 1
+            if retries > max_retries:
+                return GroupOutcome(
+                    job.task.instance_id,
+                    job.probe,
+                    (),
+                    None,
+                    0,
+                    retries,
+                    time.monotonic() - began,
+                    error="engine failed on every retry",
+                )
+            continue
+        trajectories = tuple(r for r in results if isinstance(r, Trajectory))
+        return GroupOutcome(
+            task_id=job.task.instance_id,
+            probe=job.probe,
+            trajectories=trajectories,
+            record=lease.record(),
+            dropped_rollouts=job.n - len(trajectories),
+            retries=retries,
+            seconds=time.monotonic() - began,
+        )
+
+
+def _is_lost(error: BaseException) -> bool:
+    """Errors that lose one rollout (or, retryable, the group) but not the run."""
+    return isinstance(error, (SandboxError, RetryableError))
+
+
+async def _rollout(
+    task: TaskSpec,
+    sampler: LeaseSampler,
+    pool: SandboxPool,
+    tokenizer: PreTrainedTokenizerFast,
+    harness: HarnessConfig,
+) -> Trajectory:
+    async with pool.sandbox(task) as sandbox:
+        return await run_episode(task, sampler, sandbox, tokenizer, harness)

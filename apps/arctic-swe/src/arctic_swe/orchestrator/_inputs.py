@@ -1,0 +1,62 @@
+"""Build or reuse the stress test's inputs: the deck (+ tokenizer) and the warm-start policy.
+
+Both are delegated to issue #10's builders (``arctic_swe.deck``, ``arctic_swe.warmstart``);
+an existing directory is reused as is, so repeated runs (and ``compare`` ablations) share one
+deck and one warm start.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from swe_sandbox import NamespaceBackend
+
+from arctic_swe.chat import DEFAULT_VOCAB_SIZE, load_tokenizer, save_tokenizer, train_tokenizer
+from arctic_swe.config import RunConfig
+from arctic_swe.deck import DeckConfig, load_deck, write_deck
+from arctic_swe.harness import TINY_HARNESS
+from arctic_swe.orchestrator._setup import SetupError
+
+TOKENIZER_DIR = "tokenizer"  # where `arctic-swe deck build` saves the tokenizer
+WARMSTART_TASKS = 64
+WARMSTART_STEPS = 300
+
+
+def ensure_deck(deck_dir: Path, config: RunConfig, console: Console) -> Path:
+    """Reuse ``deck_dir`` if it holds a deck, else generate one (pool of at least the config's
+    size) and train its tokenizer."""
+    if (deck_dir / "deck.json").is_file():
+        return deck_dir
+    from arctic_swe.warmstart._corpus import deck_corpus
+
+    console.print(f"building the deck in {deck_dir} ...")
+    deck = write_deck(deck_dir, DeckConfig(pool_size=max(160, config.deck.pool_size)))
+    tokenizer = train_tokenizer(deck_corpus(deck, TINY_HARNESS), DEFAULT_VOCAB_SIZE)
+    save_tokenizer(tokenizer, deck_dir / TOKENIZER_DIR)
+    return deck_dir
+
+
+def ensure_policy(policy_dir: Path, deck_dir: Path, config: RunConfig, console: Console) -> Path:
+    """Reuse ``policy_dir`` if it holds a checkpoint, else run the warm start (scripted expert
+    on the warm-start split + SFT) into it."""
+    if (policy_dir / "config.json").is_file():
+        return policy_dir
+    from arctic_swe.warmstart import SFTConfig
+    from arctic_swe.warmstart._pipeline import warm_start
+
+    console.print(f"warm-starting the policy into {policy_dir} (expert + SFT) ...")
+    deck = load_deck(deck_dir)
+    tokenizer = load_tokenizer(deck_dir / TOKENIZER_DIR)
+    tasks = deck.split("warmstart")[:WARMSTART_TASKS]
+    if not tasks:
+        raise SetupError(f"deck {deck_dir} has no warm-start split")
+    warm_start(
+        tasks,
+        tokenizer,
+        policy_dir,
+        NamespaceBackend(),
+        sft=SFTConfig(steps=WARMSTART_STEPS, seed=config.run.seed),
+        model_seed=config.run.seed,
+    )
+    return policy_dir

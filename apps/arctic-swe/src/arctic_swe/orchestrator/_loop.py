@@ -1,0 +1,303 @@
+"""The asynchronous RL loop (DESIGN.md §4; seed 000 §3.3 "fully asynchronous").
+
+Two batches are always in flight: while the trainer takes step ``k`` on a worker thread, the
+engines keep generating the groups of batch ``k+1`` on the event loop (tools and grading run in
+the sandbox pool's threads). The trainer takes the first ``groups_per_update`` groups that
+finish — whichever task they belong to — so slow groups carry over and age; the off-policy cap
+(``PolicyClock.screen``) drops and counts groups older than ``max_off_policy`` versions.
+
+After each optimizer step: the new weights are written once (safetensors) and every engine
+refreshes through the router's protocol (pause admission, load, invalidate caches, re-prefill,
+resume); the deck records the trained groups (eviction), replay probes of retired tasks are
+launched, the metrics line is written, and a checkpoint is taken.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from deck_evictor import Deck
+from load_router import PolicyClock, Router, UpdateLagStats
+from safetensors.torch import save_file
+from swe_sandbox import SandboxPool, TaskSpec
+from transformers import PreTrainedTokenizerFast
+
+from arctic_swe.config import RunConfig, RunDir
+from arctic_swe.harness import HarnessConfig
+from arctic_swe.metrics import MetricsLog, UpdateMetrics
+from arctic_swe.orchestrator._batch import build_samples, tally
+from arctic_swe.orchestrator._groups import GroupJob, GroupOutcome, run_group
+from arctic_swe.trainer import StepStats, Trainer, save_checkpoint
+
+
+@dataclass
+class Components:
+    """Everything the loop drives (built by :func:`arctic_swe.orchestrator.build_components`)."""
+
+    config: RunConfig
+    run: RunDir
+    tasks: dict[str, TaskSpec]
+    tokenizer: PreTrainedTokenizerFast
+    stop_id: int
+    harness: HarnessConfig
+    trainer: Trainer
+    router: Router
+    pool: SandboxPool
+    deck: Deck
+    clock: PolicyClock
+    log: MetricsLog
+    resume_tasks: list[str] = field(default_factory=list)  # in-flight groups at the checkpoint
+
+
+@dataclass
+class _Counters:
+    stale: int = 0
+    dropped_rollouts: int = 0
+    requeued: int = 0
+    failed_groups: int = 0
+
+
+class RLLoop:
+    """Runs updates until ``config.run.updates`` optimizer steps are taken (or the deck has no
+    active task left). ``on_update`` sees every metrics record as it is written."""
+
+    def __init__(
+        self, parts: Components, on_update: Callable[[UpdateMetrics], None] | None = None
+    ) -> None:
+        self.parts = parts
+        self.on_update = on_update
+        self.queue: asyncio.Queue[GroupOutcome] = asyncio.Queue()
+        self.inflight: dict[asyncio.Task[GroupOutcome], GroupJob] = {}
+        self.probing: set[str] = set()
+        self.counters = _Counters()
+        self.bugs: list[BaseException] = []
+
+    # ------------------------------------------------------------------ the loop
+    async def run(self) -> list[UpdateMetrics]:
+        parts, records = self.parts, []
+        try:
+            for task_id in parts.resume_tasks:
+                self._launch(GroupJob(parts.tasks[task_id], parts.config.deck.rollouts_per_group))
+            while self._training_groups_inflight() < 2 * parts.config.deck.groups_per_update:
+                if not self._launch_batch():
+                    break
+            while parts.trainer.steps < parts.config.run.updates:
+                record = await self._update()
+                if record is None:
+                    break
+                records.append(record)
+        finally:
+            await self._cancel_inflight()
+        return records
+
+    async def _update(self) -> UpdateMetrics | None:
+        parts, cfg = self.parts, self.parts.config
+        began = time.monotonic()
+        self.counters = _Counters()
+        kept = await self._collect(cfg.deck.groups_per_update)
+        waited = time.monotonic() - began
+        if not kept:
+            return None
+        samples = build_samples(kept)
+        step_began = time.monotonic()
+        stats = await asyncio.to_thread(parts.trainer.step, samples)
+        trained = time.monotonic() - step_began
+        version = parts.clock.advance()  # closes this update's lag statistics
+        lag = parts.clock.history[-1]
+        refresh_seconds = await self._publish(version)
+        for group in kept:
+            parts.deck.record(group.task_id, group.successes, len(group.trajectories))
+        self._launch_batch()
+        record = self._record(stats, kept, lag, waited, trained, refresh_seconds, began)
+        cursor = parts.log.append(record)
+        if parts.trainer.steps % cfg.run.checkpoint_every == 0 or (
+            parts.trainer.steps == cfg.run.updates
+        ):
+            self._checkpoint(version, cursor)
+        if self.on_update is not None:
+            self.on_update(record)
+        return record
+
+    async def _collect(self, wanted: int) -> list[GroupOutcome]:
+        """Wait for ``wanted`` fresh, non-empty training groups (probes are recorded aside)."""
+        parts, kept = self.parts, []
+        while len(kept) < wanted:
+            if self.queue.empty() and not self.inflight:
+                break
+            outcome = await self.queue.get()
+            if self.bugs:
+                raise self.bugs[0]
+            self.counters.dropped_rollouts += outcome.dropped_rollouts
+            self.counters.requeued += outcome.retries
+            if outcome.probe:
+                self.probing.discard(outcome.task_id)
+                if outcome.trajectories:
+                    parts.deck.record_replay(
+                        outcome.task_id, outcome.successes, len(outcome.trajectories)
+                    )
+                continue
+            if outcome.record is None or len(outcome.trajectories) < 1:
+                self.counters.failed_groups += 1
+                if self._training_groups_inflight() < parts.config.deck.groups_per_update:
+                    self._launch_batch()
+                continue
+            screened = parts.clock.screen([outcome.record])
+            if screened.dropped:
+                self.counters.stale += 1
+                if self._training_groups_inflight() < parts.config.deck.groups_per_update:
+                    self._launch_batch()
+                continue
+            kept.append(outcome)
+        return kept
+
+    # ------------------------------------------------------------------ launching
+    def _launch_batch(self) -> bool:
+        """Sample the next batch of tasks (deck clock +1) and launch its groups and any replay
+        probes that are due; ``False`` when the deck has no active task left."""
+        parts, cfg = self.parts, self.parts.config
+        parts.deck.advance()
+        draw = parts.deck.sample(cfg.deck.groups_per_update)
+        for task_id in draw.task_ids:
+            self._launch(GroupJob(parts.tasks[task_id], cfg.deck.rollouts_per_group))
+        for task_id in parts.deck.replay_schedule():
+            if task_id not in self.probing:
+                self.probing.add(task_id)
+                job = GroupJob(parts.tasks[task_id], cfg.deck.rollouts_per_group, probe=True)
+                self._launch(job)
+        return bool(draw.task_ids)
+
+    def _launch(self, job: GroupJob) -> None:
+        parts = self.parts
+        coroutine = run_group(
+            job,
+            parts.router,
+            parts.pool,
+            parts.tokenizer,
+            parts.harness,
+            parts.stop_id,
+            max_retries=parts.config.run.max_group_retries,
+        )
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self.inflight[task] = job
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[GroupOutcome]) -> None:
+        job = self.inflight.pop(task)
+        if task.cancelled():
+            return
+        error = task.exception()
+        if error is not None:  # an unexpected bug: surface it in the trainer's wait
+            outcome = GroupOutcome(
+                job.task.instance_id, job.probe, (), None, job.n, 0, 0.0, error=repr(error)
+            )
+            self.bugs.append(error)
+        else:
+            outcome = task.result()
+        self.queue.put_nowait(outcome)
+
+    def _training_groups_inflight(self) -> int:
+        return sum(1 for job in self.inflight.values() if not job.probe)
+
+    async def _cancel_inflight(self) -> None:
+        tasks = list(self.inflight)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    # ------------------------------------------------------------------ after a step
+    async def _publish(self, version: int) -> float:
+        """Write the new weights once and refresh every engine through the router."""
+        parts = self.parts
+        began = time.monotonic()
+        weights_dir = parts.run.root / "weights"
+        weights_dir.mkdir(exist_ok=True)
+        path = weights_dir / f"policy-v{version}.safetensors"
+        weights = parts.trainer.weights()
+        await asyncio.to_thread(_save_weights, weights, path)
+        await parts.router.refresh(
+            str(path), version, invalidate_caches=parts.config.engine.invalidate_caches
+        )
+        for old in weights_dir.glob("policy-v*.safetensors"):
+            if old != path:
+                old.unlink(missing_ok=True)
+        return time.monotonic() - began
+
+    def _checkpoint(self, version: int, cursor: int) -> None:
+        parts = self.parts
+        pending = [job.task.instance_id for job in self.inflight.values() if not job.probe]
+        save_checkpoint(
+            parts.run.checkpoints,
+            parts.trainer,
+            parts.deck,
+            version=version,
+            metrics_lines=cursor,
+            extras={"inflight_tasks": pending},
+            keep=parts.config.run.keep_checkpoints,
+        )
+
+    def _record(
+        self,
+        stats: StepStats,
+        kept: list[GroupOutcome],
+        lag: UpdateLagStats,
+        waited: float,
+        trained: float,
+        refresh_seconds: float,
+        began: float,
+    ) -> UpdateMetrics:
+        parts = self.parts
+        batch = tally(kept)
+        adjusted = parts.deck.adjusted_reward()
+        replay = parts.deck.replay_reward()
+        wall = time.monotonic() - began
+        return UpdateMetrics(
+            step=stats.step,
+            version=parts.clock.version,
+            wall_seconds=wall,
+            reward=batch.reward,
+            solved_rate=batch.solved_rate,
+            adjusted_reward=_finite(adjusted.value, batch.reward),
+            replay_reward=_finite(replay.reward, -1.0),
+            entropy=stats.entropy,
+            mismatch_kl=stats.mismatch_kl,
+            masked_frac=stats.masked_frac,
+            loss=stats.loss,
+            grad_norm=_finite(stats.grad_norm, 0.0),
+            lag_mean=lag.mean_lag,
+            lag_max=lag.max_lag,
+            stale_dropped=self.counters.stale,
+            dropped_rollouts=self.counters.dropped_rollouts,
+            requeued_groups=self.counters.requeued,
+            groups=len(kept),
+            rollouts=batch.rollouts,
+            trainable_tokens=stats.trainable_tokens,
+            generated_tokens=batch.generated_tokens,
+            wait_seconds=waited,
+            train_seconds=trained,
+            refresh_seconds=refresh_seconds,
+            tokens_per_second=batch.generated_tokens / wall if wall > 0 else 0.0,
+            generate_seconds=batch.generate_seconds,
+            tool_seconds=batch.tool_seconds,
+            grade_seconds=batch.grade_seconds,
+            retired=len(parts.deck.retired),
+            active_tasks=parts.deck.active_count,
+            terminations=batch.terminations,
+            per_task_reward=batch.per_task_reward,
+        )
+
+
+def _finite(value: float, fallback: float) -> float:
+    return value if math.isfinite(value) else fallback
+
+
+def _save_weights(weights: dict[str, torch.Tensor], path: Path) -> None:
+    """Write the refresh weights atomically (engines never read a half-written file)."""
+    tmp = path.with_suffix(".tmp")
+    save_file(weights, str(tmp))
+    tmp.replace(path)

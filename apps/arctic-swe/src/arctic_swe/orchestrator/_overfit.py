@@ -1,0 +1,83 @@
+"""``run_overfit``: the stress test end to end (issue #11 "Main command").
+
+Order matters for the bad-input contract: the configuration and the run directory are checked
+first (a clear error, nothing written elsewhere), then the deck and the warm-start policy are
+built or reused, then the loop runs. A crash at any point leaves ``config.toml``, the metrics
+written so far and the last complete checkpoint: ``--resume`` picks up from there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+from swe_sandbox import Backend
+
+from arctic_swe.config import RunConfig, RunDir
+from arctic_swe.metrics import (
+    LiveDisplay,
+    MetricsLog,
+    RunSummary,
+    TensorBoardSink,
+    UpdateMetrics,
+    plot_run,
+    summarize,
+)
+from arctic_swe.orchestrator._loop import RLLoop
+from arctic_swe.orchestrator._setup import EngineFactory, Inputs, _torch_engine, open_components
+
+
+@dataclass(frozen=True)
+class OverfitResult:
+    """What a run left behind."""
+
+    run: RunDir
+    records: tuple[UpdateMetrics, ...]  # the whole metrics log (resumed runs included)
+    summary: RunSummary | None
+    plots: tuple[Path, ...]
+
+
+def run_overfit(
+    config: RunConfig,
+    run: RunDir,
+    inputs: Inputs,
+    *,
+    resume: bool = False,
+    console: Console | None = None,
+    backend: Backend | None = None,
+    engine_factory: EngineFactory = _torch_engine,
+    on_update: Callable[[UpdateMetrics], None] | None = None,
+) -> OverfitResult:
+    """Run (or resume) the stress test in ``run``; returns the metrics, summary and plots."""
+    console = console or Console(stderr=True)
+
+    async def main() -> None:
+        async with open_components(
+            config, run, inputs, resume=resume, backend=backend, engine_factory=engine_factory
+        ) as parts:
+            start = parts.trainer.steps
+            sink = TensorBoardSink(run.root / "tensorboard", config.metrics.tensorboard)
+            with LiveDisplay(
+                config.run.updates, enabled=config.metrics.live, console=console, start=start
+            ) as live:
+
+                def seen(record: UpdateMetrics) -> None:
+                    live.update(record)
+                    sink.write(record)
+                    if on_update is not None:
+                        on_update(record)
+
+                try:
+                    await RLLoop(parts, seen).run()
+                finally:
+                    sink.close()
+
+    asyncio.run(main())
+    records = tuple(MetricsLog(run.metrics).read())
+    plots: tuple[Path, ...] = ()
+    if records and config.metrics.plots:
+        plots = tuple(plot_run(records, run.plots))
+    return OverfitResult(run, records, summarize(records) if records else None, plots)

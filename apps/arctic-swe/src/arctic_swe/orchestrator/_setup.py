@@ -1,0 +1,159 @@
+"""Build the loop's parts from a config, a deck and a warm-start policy; resume from a checkpoint.
+
+Everything that can be wrong with the inputs (deck too small, missing policy or tokenizer, a
+checkpoint that does not fit) raises :class:`SetupError` before any rollout starts.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from deck_evictor import Deck, EvictionRules, ReplayPolicy
+from load_router import Engine, LeastLoaded, PolicyClock, Router, SessionHash
+from swe_sandbox import Backend, NamespaceBackend, SandboxPool
+from torch import nn
+
+from arctic_swe.chat import IM_END, ChatError, load_tokenizer, special_id
+from arctic_swe.config import RunConfig, RunDir
+from arctic_swe.deck import DeckError, load_deck
+from arctic_swe.engine import EngineConfig, TorchEngine, derive_seed
+from arctic_swe.harness import HarnessConfig
+from arctic_swe.metrics import MetricsLog
+from arctic_swe.model import CheckpointError, load_policy
+from arctic_swe.orchestrator._loop import Components
+from arctic_swe.trainer import Trainer, latest_checkpoint, load_checkpoint, load_fp32_policy
+
+#: Build one engine: ``(index, model copy, engine config, version) -> Engine``.
+EngineFactory = Callable[[int, nn.Module, EngineConfig, int], Engine]
+
+
+class SetupError(RuntimeError):
+    """The run cannot start: bad deck, policy, tokenizer or checkpoint."""
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Where the deck (``arctic-swe deck build``) and the warm-start policy (``arctic-swe
+    warmstart``: a checkpoint directory that also holds the tokenizer) are."""
+
+    deck_dir: Path
+    policy_dir: Path
+
+
+def harness_config(config: RunConfig) -> HarnessConfig:
+    h = config.harness
+    return HarnessConfig(
+        max_turns=h.max_turns,
+        max_tokens=h.max_tokens,
+        max_new_tokens=config.engine.max_new_tokens,
+        observation_chars=h.observation_chars,
+        exec_timeout_s=h.exec_timeout_s,
+    )
+
+
+def _torch_engine(index: int, model: nn.Module, config: EngineConfig, version: int) -> Engine:
+    return TorchEngine(model, config, version=version)
+
+
+def _load_policy(config: RunConfig, path: Path) -> nn.Module:
+    try:
+        if config.trainer.fp32_numerics:
+            return load_fp32_policy(str(path))
+        return load_policy(path)  # hybrid-numerics' default policy: bf16 compute (ablation)
+    except CheckpointError as exc:
+        raise SetupError(f"warm-start policy: {exc}") from exc
+
+
+def _evictor(config: RunConfig, task_ids: list[str]) -> Deck:
+    d = config.deck
+    if not d.eviction:
+        rules = EvictionRules.off()
+    else:
+        rules = EvictionRules(hard_consecutive_zero=d.hard_consecutive_zero or None)
+    replay = ReplayPolicy(every=d.replay_every, size=d.replay_size)
+    return Deck(task_ids, rules=rules, replay=replay, seed=config.run.seed)
+
+
+@asynccontextmanager
+async def open_components(
+    config: RunConfig,
+    run: RunDir,
+    inputs: Inputs,
+    *,
+    resume: bool,
+    backend: Backend | None = None,
+    engine_factory: EngineFactory = _torch_engine,
+) -> AsyncIterator[Components]:
+    """The loop's parts, ready to run; engines and sandboxes are closed on exit."""
+    try:
+        deck_tasks = list(load_deck(inputs.deck_dir).split("pool"))
+        tokenizer = load_tokenizer(inputs.policy_dir)
+    except (DeckError, ChatError, OSError) as exc:
+        raise SetupError(str(exc)) from exc
+    if len(deck_tasks) < config.deck.pool_size:
+        raise SetupError(
+            f"deck {inputs.deck_dir} has {len(deck_tasks)} pool tasks, the config needs "
+            f"{config.deck.pool_size}"
+        )
+    tasks = {t.instance_id: t.spec for t in deck_tasks[: config.deck.pool_size]}
+    torch.manual_seed(config.run.seed)
+    trainer = Trainer(_load_policy(config, inputs.policy_dir), config.trainer)
+    deck, version, resume_tasks = _evictor(config, list(tasks)), 0, []
+    log = MetricsLog(run.metrics)
+    latest = latest_checkpoint(run.checkpoints) if resume else None
+    if latest is not None:
+        restored = load_checkpoint(latest, trainer)
+        if set(restored.deck.task_ids) != set(tasks):
+            raise SetupError(f"checkpoint {latest} was taken on a different task pool")
+        deck, version = restored.deck, restored.version
+        resume_tasks = [str(t) for t in restored.extras.get("inflight_tasks", [])]
+        log.truncate(restored.metrics_lines)
+    elif resume:
+        log.truncate(0)  # crashed before the first checkpoint: start over
+    stop_id = special_id(tokenizer, IM_END)
+    engines = [
+        engine_factory(
+            index,
+            copy.deepcopy(trainer.model),
+            EngineConfig(
+                engine_id=f"torch-{index}",
+                capacity=config.engine.capacity,
+                seed=derive_seed(config.run.seed, 1000 * version + index),
+                stop_token_ids=(stop_id,),
+            ),
+            version,
+        )
+        for index in range(config.engine.engines)
+    ]
+    policy = SessionHash() if config.engine.routing == "session_hash" else LeastLoaded()
+    router = Router(
+        engines, policy, max_resident_per_engine=config.engine.max_resident, version=version
+    )
+    pool = SandboxPool(backend or NamespaceBackend(), max_concurrency=config.harness.sandboxes)
+    try:
+        async with pool:
+            yield Components(
+                config=config,
+                run=run,
+                tasks=tasks,
+                tokenizer=tokenizer,
+                stop_id=stop_id,
+                harness=harness_config(config),
+                trainer=trainer,
+                router=router,
+                pool=pool,
+                deck=deck,
+                clock=PolicyClock(config.run.max_off_policy, start_version=version),
+                log=log,
+                resume_tasks=resume_tasks,
+            )
+    finally:
+        for engine in engines:
+            close = getattr(engine, "close", None)
+            if close is not None:
+                await close()
