@@ -111,6 +111,9 @@ def test_root_filesystem_is_read_only(small: Sandbox) -> None:
     for path in ("/usr/bin/evil", "/etc/evil", "/evil", "/home/evil"):
         assert not small.execute_bash(f"touch {path}").ok, path
     assert small.execute_bash("id -u").output.strip() == "1000"
+    assert small.execute_bash("id -G").output.strip() == "1000"
+    caps = small.execute_bash("grep -E '^Cap(Inh|Prm|Eff|Amb)' /proc/self/status").output
+    assert [line.split()[1] for line in caps.splitlines()] == ["0000000000000000"] * 4
     assert not small.execute_bash("su -c true root </dev/null").ok
 
 

@@ -46,4 +46,4 @@ def test_tools_edit_then_submit(backend: Backend, toy_task: TaskSpec) -> None:
         assert result.reward == 1, result.reasons
         # grading does not leave the graded tests behind for a continuing agent
         assert "test_add.py" not in sandbox.execute_bash("ls tests").output
-        assert sandbox.execute_bash("ls /grader").output.strip() in ("", "plugin")
+        assert "Permission denied" in sandbox.execute_bash("ls /grader").output

@@ -1,4 +1,4 @@
-"""The daemon-less namespace backend (util-linux ``unshare``/``nsenter``/``setpriv``, root).
+"""The daemon-less namespace backend (util-linux ``unshare`` / ``nsenter`` / ``mount``, root).
 
 Each sandbox is one long-lived init process in fresh mount, PID, network, IPC and UTS
 namespaces, chrooted into a read-only bind of the base rootfs, with
@@ -8,8 +8,9 @@ namespaces, chrooted into a read-only bind of the base rootfs, with
 * ``/tmp``, ``/dev/shm`` — size-capped tmpfs; ``/dev`` holds only null/zero/full/(u)random,
 * ``/proc`` of the sandbox's own PID namespace; no ``/sys``; only ``lo`` in its network.
 
-Commands enter those namespaces with ``nsenter`` and drop to the agent uid with ``setpriv``
-(no capabilities, no-new-privs). A per-sandbox cgroup caps pids, memory and CPU. The init is a
+Commands enter those namespaces with ``nsenter`` and drop to the agent uid/gid (no
+supplementary groups, hence no capabilities); every mount is ``nosuid``, so no setuid binary or
+file capability can raise them again. A per-sandbox cgroup caps pids, memory and CPU. The init is a
 ``bash`` loop reading a pipe whose only writer is the owner process (bash also reaps adopted
 zombies): when the owner exits — even by SIGKILL — the pipe closes, init exits, and the kernel
 kills every process in the PID namespace.
@@ -108,41 +109,19 @@ class NamespaceSession:
     def sandbox_id(self) -> str:
         return self._id
 
-    def _argv(self, command: str, user: User, env: dict[str, str] | None) -> list[str]:
-        pairs = [f"{k}={v}" for k, v in {**BASE_ENV, **(env or {})}.items()]
-        inner = ["/usr/bin/env", "-i", *pairs, "/bin/bash", "-c", command]
-        if user == "agent":
-            inner = [
-                "/usr/bin/setpriv",
-                f"--reuid={AGENT_UID}",
-                f"--regid={AGENT_UID}",
-                "--clear-groups",
-                "--no-new-privs",
-                "--inh-caps=-all",
-                "--bounding-set=-all",
-                "--",
-                *inner,
-            ]
+    def _argv(self, user: User) -> list[str]:
+        """sh joins the cgroups, nsenter enters the namespaces (and, for the agent, drops to
+        uid/gid 1000 with no supplementary groups and therefore no capabilities), bash runs.
+
+        No setuid escalation is possible afterwards: every mount the sandbox sees is ``nosuid``
+        (which also disables file capabilities). Kept to three execs: the tool's latency is
+        dominated by process start-up.
+        """
         joins = " ".join(shlex.quote(str(c / "cgroup.procs")) for c in self._cgroups)
         join = f'for f in {joins}; do echo $$ > "$f"; done; exec "$@"'
-        return [
-            "/bin/sh",
-            "-c",
-            join,
-            "sh",
-            "nsenter",
-            "-t",
-            str(self._init_pid),
-            "-m",
-            "-p",
-            "-n",
-            "-i",
-            "-u",
-            "-r",
-            "-w",
-            "--",
-            *inner,
-        ]
+        drop = ["-S", str(AGENT_UID), "-G", str(AGENT_UID)] if user == "agent" else []
+        target = ["-t", str(self._init_pid), "-m", "-p", "-n", "-i", "-u", "-r", "-w"]
+        return ["/bin/sh", "-c", join, "sh", "nsenter", *target, *drop, "--", "/bin/bash", "-c"]
 
     def exec(
         self,
@@ -159,7 +138,8 @@ class NamespaceSession:
         # On timeout: the process group dies first, then whatever escaped it (setsid, forks
         # racing the kill) — every agent process in the sandbox's cgroup but the init.
         return run_bounded(
-            self._argv(command, user, env),
+            [*self._argv(user), command],
+            env={**BASE_ENV, **(env or {})},  # replaces the host environment entirely
             timeout=timeout,
             output_limit=output_limit,
             stdin=stdin,
@@ -225,7 +205,9 @@ class NamespaceBackend:
             raise
 
     def _start(self, sandbox_id: str, box: Path, limits: Limits) -> NamespaceSession:
-        (box / "owner").write_text(owner_token())
+        # Atomic: a concurrent janitor (another process) sees no owner or the whole token.
+        (box / ".owner.tmp").write_text(owner_token())
+        os.replace(box / ".owner.tmp", box / "owner")
         for name, size, uid in (("work", limits.disk_bytes, AGENT_UID), ("grader", 64 << 20, 0)):
             (box / name).mkdir()
             opts = f"size={size},mode=0755,uid={uid},gid={uid},nosuid,nodev"
@@ -289,11 +271,14 @@ class NamespaceBackend:
         boxes = {p.name: p for p in root.iterdir()} if root.is_dir() else {}
         for sandbox_id in set(boxes) | _cgroups.existing_ids():
             box = boxes.get(sandbox_id, root / sandbox_id)
-            with contextlib.suppress(OSError):
-                if owner_alive((box / "owner").read_text()):
-                    continue
-            if not (box / "owner").exists() and time.time() - _mtime(box) < 30:
-                continue  # a sandbox being created right now by a live process
+            try:
+                token: str | None = (box / "owner").read_text()
+            except OSError:
+                token = None
+            if token and owner_alive(token):
+                continue
+            if not token and time.time() - _mtime(box) < 30:
+                continue  # being created right now by a live process: no owner written yet
             _teardown(sandbox_id, box)
             reaped += 1
         return reaped

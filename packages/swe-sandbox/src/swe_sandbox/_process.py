@@ -33,6 +33,7 @@ def run_bounded(
     timeout: float,
     output_limit: int,
     stdin: bytes | None = None,
+    env: dict[str, str] | None = None,
     on_timeout: Callable[[int], None] | None = None,
 ) -> ExecResult:
     """Run `argv` in its own session; on timeout SIGKILL its whole process group.
@@ -47,6 +48,7 @@ def run_bounded(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        env=env,
     )
     writer = None
     if stdin is not None:

@@ -1,0 +1,203 @@
+"""Sandbox latency benchmark (swe-sandbox, issue #8).
+
+Per backend: create+prepare latency, ``execute_bash("true")`` round trip, grade latency
+(median, p95), and sustained tool calls/s with N concurrent sandboxes driven from one asyncio
+loop — each against the raw floor measured in the same run on the same sandboxes: a raw
+``docker exec`` of ``true`` (Docker SDK, no wrapper) for the Docker backend, a raw ``nsenter``
+of ``true`` into the same namespaces for the namespace backend. Ratios are ours / floor.
+
+Prints one JSON object as the last stdout line.
+
+    python benchmarks/sandbox_latency.py                 # full: both backends, 32 concurrent
+    python benchmarks/sandbox_latency.py --smoke         # seconds: namespace, tiny sizes
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from swe_sandbox import (
+    Backend,
+    DockerBackend,
+    NamespaceBackend,
+    RepoSource,
+    Sandbox,
+    SandboxPool,
+    TaskSpec,
+)
+from swe_sandbox._docker_backend import DockerSession
+from swe_sandbox._namespace import NamespaceSession
+
+
+def make_task(root: Path) -> TaskSpec:
+    """A small plain-tree task: one bug, one graded test file, its fix as the gold patch."""
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("def inc(x):\n    return x + 2\n")
+    (root / "test_pkg.py").write_text(
+        "from pkg import inc\n\n\ndef test_inc():\n    assert inc(1) == 2\n"
+    )
+    gold = (
+        "--- a/pkg/__init__.py\n+++ b/pkg/__init__.py\n@@ -1,2 +1,2 @@\n"
+        " def inc(x):\n-    return x + 2\n+    return x + 1\n"
+    )
+    return TaskSpec(
+        instance_id="bench-inc",
+        repo=RepoSource.directory(root),
+        graded_files=("test_pkg.py",),
+        fail_to_pass=("test_pkg.py::test_inc",),
+        gold_patch=gold,
+        test_command="python3 -m pytest -q -p no:cacheprovider test_pkg.py",
+    )
+
+
+def stats(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return {"median_ms": statistics.median(ordered) * 1e3, "p95_ms": p95 * 1e3, "n": len(ordered)}
+
+
+def timed(fn: Callable[[], object], repeats: int) -> list[float]:
+    samples = []
+    for _ in range(repeats):
+        began = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - began)
+    return samples
+
+
+def raw_exec(sandbox: Sandbox) -> Callable[[], object]:
+    """The floor: the same command with nothing of ours around it."""
+    session = sandbox._live()
+    if isinstance(session, DockerSession):
+        container = session._container
+        assert container is not None
+        return lambda: container.exec_run(["true"])
+    assert isinstance(session, NamespaceSession)
+    argv = [
+        "nsenter",
+        "-t",
+        str(session._init_pid),
+        "-m",
+        "-p",
+        "-n",
+        "-i",
+        "-u",
+        "-r",
+        "-w",
+        "--",
+        "/bin/true",
+    ]
+    return lambda: subprocess.run(argv, check=True)
+
+
+def throughput(backend: Backend, task: TaskSpec, sandboxes: int, calls: int) -> dict[str, float]:
+    """Sustained tool calls/s: `sandboxes` concurrent sandboxes, `calls` each, one event loop."""
+
+    async def main() -> tuple[float, float]:
+        async with SandboxPool(backend, max_concurrency=sandboxes) as pool:
+            handles = await asyncio.gather(*(pool.acquire(task) for _ in range(sandboxes)))
+
+            async def agent(handle: Any) -> None:
+                for _ in range(calls):
+                    await handle.execute_bash("true")
+
+            began = time.perf_counter()
+            await asyncio.gather(*(agent(h) for h in handles))
+            ours = time.perf_counter() - began
+            floors = [raw_exec(h.sync) for h in handles]
+            with ThreadPoolExecutor(sandboxes) as threads:
+                began = time.perf_counter()
+                list(threads.map(lambda f: [f() for _ in range(calls)], floors))
+                raw = time.perf_counter() - began
+            for handle in handles:
+                await pool.release(handle)
+        return ours, raw
+
+    ours, raw = asyncio.run(main())
+    total = sandboxes * calls
+    return {
+        "sandboxes": sandboxes,
+        "calls": total,
+        "calls_per_s": total / ours,
+        "raw_calls_per_s": total / raw,
+        "ratio_vs_raw": (total / raw) / (total / ours),
+    }
+
+
+def bench_backend(backend: Backend, task: TaskSpec, size: dict[str, int]) -> dict[str, Any]:
+    create = timed(lambda: Sandbox.create(task, backend).close(), size["creates"])
+    with Sandbox.create(task, backend) as sandbox:
+        sandbox.execute_bash("true")  # warm caches
+        ours = timed(lambda: sandbox.execute_bash("true"), size["execs"])
+        floor = timed(raw_exec(sandbox), size["execs"])
+        sandbox.apply_patch(task.gold_patch)
+        grades = []
+        for _ in range(size["grades"]):
+            result = sandbox.grade()
+            assert result.reward == 1, result.reasons
+            grades.append(result.duration_s)
+    exec_stats, floor_stats = stats(ours), stats(floor)
+    return {
+        "create_prepare": stats(create),
+        "exec_true": exec_stats,
+        "raw_exec_true": floor_stats,
+        "exec_ratio_vs_raw_median": exec_stats["median_ms"] / floor_stats["median_ms"],
+        "grade": stats(grades),
+        "throughput": throughput(backend, task, size["concurrent"], size["calls"]),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, a few seconds")
+    parser.add_argument(
+        "--backends",
+        default=None,
+        help="comma list of namespace,docker (default: both; smoke: namespace)",
+    )
+    parser.add_argument("--concurrent", type=int, default=32, help="concurrent sandboxes")
+    args = parser.parse_args()
+    size = (
+        {"creates": 2, "execs": 10, "grades": 1, "concurrent": 2, "calls": 3}
+        if args.smoke
+        else {"creates": 10, "execs": 200, "grades": 5, "concurrent": args.concurrent, "calls": 20}
+    )
+    names = (args.backends or ("namespace" if args.smoke else "namespace,docker")).split(",")
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        task = make_task(Path(tmp) / "repo")
+        for name in names:
+            if name == "namespace" and os.geteuid() != 0:
+                results[name] = {"skipped": "needs root"}
+                continue
+            backend: Backend = NamespaceBackend() if name == "namespace" else DockerBackend()
+            results[name] = bench_backend(backend, task, size)
+    print(
+        json.dumps(
+            {
+                "benchmark": "sandbox_latency",
+                "smoke": args.smoke,
+                "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+                "sizes": size,
+                "results": results,
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
