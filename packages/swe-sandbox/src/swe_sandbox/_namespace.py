@@ -80,9 +80,9 @@ ln -s /proc/self/fd/0 "$R/dev/stdin"; ln -s /proc/self/fd/1 "$R/dev/stdout"
 ln -s /proc/self/fd/2 "$R/dev/stderr"
 ip link set lo up
 mount -o remount,bind,ro,nosuid,nodev,noexec "$R/dev" 2>/dev/null || true
-echo "ready $HOSTPID"
 cd "$R"
-exec chroot . /bin/bash -c 'cd /work && while read -r _; do :; done'
+# "ready" only once chrooted: an nsenter -r/-w before that would get the host's root and cwd.
+exec chroot . /bin/bash -c 'cd /work && echo "ready $0" && while read -r _; do :; done' "$HOSTPID"
 """
 
 
