@@ -108,5 +108,5 @@ def policy_config(
     fields.update(overrides)
     try:
         return Qwen3_5TextConfig(**fields)
-    except (TypeError, ValueError) as exc:  # transformers' strict dataclass validation
+    except Exception as exc:  # ValueError/TypeError, or huggingface_hub's StrictDataclassError
         raise PolicyConfigError(f"invalid Qwen3.5 config: {exc}") from exc

@@ -1,0 +1,39 @@
+"""Cache pools: shapes, FP32 recurrent state, growth and reset."""
+
+from __future__ import annotations
+
+import torch
+from arctic_swe.engine import CachePools
+from arctic_swe.model import policy_config
+
+
+def test_pools_have_one_entry_per_layer_kind_and_fp32_state() -> None:
+    config = policy_config(64)
+    pools = CachePools(config, 5, torch.device("cpu"), torch.float32)
+    assert sorted(pools.recurrent) == [0, 1, 2]
+    assert sorted(pools.keys) == [3]
+    assert pools.recurrent[0].shape == (5, 4, 32, 32)
+    assert pools.recurrent[0].dtype == torch.float32
+    assert pools.conv[0].shape == (5, 2 * 2 * 32 + 4 * 32, 3)
+    bf16 = CachePools(config, 2, torch.device("cpu"), torch.bfloat16)
+    assert bf16.recurrent[1].dtype == torch.float32  # FP32 wherever the state lives
+    assert bf16.keys[3].dtype == torch.bfloat16
+
+
+def test_growth_keeps_cached_positions_and_reset_clears_only_named_slots() -> None:
+    pools = CachePools(policy_config(64), 3, torch.device("cpu"), torch.float32)
+    start = pools.kv_length
+    pools.keys[3][:, :, :start] = torch.randn_like(pools.keys[3])
+    saved = pools.keys[3].clone()
+    pools.ensure_length(start + 1)
+    assert pools.kv_length == 2 * start
+    assert torch.equal(pools.keys[3][:, :, :start], saved)
+    pools.ensure_length(10)
+    assert pools.kv_length == 2 * start  # never shrinks
+    for tensor in (*pools.conv.values(), *pools.recurrent.values()):
+        tensor.fill_(1.0)
+    pools.reset([0, 2])
+    assert pools.recurrent[0][[0, 2]].abs().sum() == 0
+    assert pools.conv[2][[0, 2]].abs().sum() == 0
+    assert (pools.recurrent[0][1] == 1).all()
+    assert pools.nbytes() > 0
