@@ -109,6 +109,17 @@ def test_deleting_a_graded_test_scores_zero_even_with_the_fix(
     assert "PASS_TO_PASS tests/test_core.py::test_sub: missing" in result.reasons
 
 
+def test_symlinked_test_directory_scores_zero(fresh: Sandbox, toy_task: TaskSpec) -> None:
+    fresh.apply_patch(toy_task.gold_patch)
+    planted = (
+        "mkdir -p /tmp/fake && cp -r tests/. /tmp/fake/ && rm -rf tests && ln -s /tmp/fake tests"
+    )
+    assert fresh.execute_bash(planted).ok
+    result = fresh.grade()
+    assert result.reward == 0
+    assert result.reasons[0].startswith("restore-refused")
+
+
 def test_collection_error_fails_everything(fresh: Sandbox, toy_task: TaskSpec) -> None:
     fresh.apply_patch(toy_task.gold_patch)
     write(fresh, "tests/test_extra.py", "def broken(:\n    pass\n")

@@ -25,6 +25,7 @@ import attrs
 
 from swe_sandbox._backend import GRADER_DIR, WORKDIR, Backend, BackendSession, User
 from swe_sandbox._errors import (
+    GradingError,
     PatchApplyError,
     PathEscapeError,
     SandboxClosedError,
@@ -36,7 +37,7 @@ from swe_sandbox._grader import PLUGIN_MODULE, PLUGIN_SOURCE, parse_report
 from swe_sandbox._helpers import ESCAPE_EXIT, MISSING_EXIT, helper_command
 from swe_sandbox._limits import Limits
 from swe_sandbox._prepare import PROTECTED_NAMES, PreparedRepo, prepare_repo, safe_extract
-from swe_sandbox._results import ExecResult, GradeResult, reward_contract
+from swe_sandbox._results import ExecResult, GradeResult, TestOutcome, reward_contract
 from swe_sandbox._task import TaskSpec
 from swe_sandbox._tools import confine, snippet, str_replace
 
@@ -354,7 +355,19 @@ class Sandbox:
         session.kill_agent_processes()
         report_dir = f"{GRADER_DIR}/{secrets.token_hex(8)}"
         self._install_grader(report_dir)
-        self._restore_task_files(task, prepared)
+        try:
+            self._restore_task_files(task, prepared)
+        except PathEscapeError as exc:  # the agent turned a test directory into a symlink
+            elapsed = time.monotonic() - began
+            self.metrics.grade_s.append(elapsed)
+            return GradeResult(
+                reward=0,
+                tests=dict.fromkeys(task.graded_tests, TestOutcome.MISSING),
+                runner_exit_code=-1,
+                reasons=(f"restore-refused: {exc}",),
+                report_found=False,
+                duration_s=elapsed,
+            )
         env = {
             "SWE_SANDBOX_REPORT": f"{report_dir}/report.jsonl",
             "PYTEST_ADDOPTS": f"-p {PLUGIN_MODULE}",
@@ -382,8 +395,6 @@ class Sandbox:
         if extra:
             reward, reasons = 0, (*reasons, *extra)
         outcomes = {name: report.outcomes.get(name) for name in task.graded_tests}
-        from swe_sandbox._results import TestOutcome
-
         elapsed = time.monotonic() - began
         self.metrics.grade_s.append(elapsed)
         return GradeResult(
@@ -410,7 +421,7 @@ class Sandbox:
         )
         done = self._exec(command, user="root", stdin=PLUGIN_SOURCE.encode(), timeout=60)
         if not done.ok:
-            raise SandboxError(f"cannot install the grader: {done.output}")
+            raise GradingError(f"cannot install the grader: {done.output}")
 
     def _restore_task_files(self, task: TaskSpec, prepared: PreparedRepo) -> None:
         """Withheld files from the task; protected runner files reset to their base content."""
