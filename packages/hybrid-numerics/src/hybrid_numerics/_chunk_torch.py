@@ -189,9 +189,12 @@ def _scan_states(
     kd_t = terms.kd.expand(B, H, G, NC, C, K).reshape(B * H * G, NC, C, K).transpose(-1, -2)
     decay = terms.chunk_decay.reshape(B * H * G, NC, 1, 1)
     states, fresh = [state], []
-    for c in range(NC):
-        fresh_c = torch.baddbmm(u[:, c], w[:, c], state, alpha=-1.0)
-        state = torch.baddbmm(state * decay[:, c], kd_t[:, c], fresh_c)
+    # unbind, not u[:, c]: the backward of NC selects would build NC full-size gradients
+    # (quadratic in T); unbind's backward stacks them once.
+    per_chunk = zip(u.unbind(1), w.unbind(1), kd_t.unbind(1), decay.unbind(1), strict=True)
+    for u_c, w_c, kd_t_c, decay_c in per_chunk:
+        fresh_c = torch.baddbmm(u_c, w_c, state, alpha=-1.0)
+        state = torch.baddbmm(state * decay_c, kd_t_c, fresh_c)
         states.append(state)
         fresh.append(fresh_c)
     return (

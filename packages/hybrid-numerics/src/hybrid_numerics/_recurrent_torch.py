@@ -58,20 +58,22 @@ def _recurrent_batched(
     if use_qk_l2norm:
         q, k = l2norm(q), l2norm(k)
     q = q * scale
-    v = v.reshape(B, T, H, G, V)
-    decay = g.exp().reshape(B, T, H, G, 1, 1)
-    beta = beta.reshape(B, T, H, G, 1)
+    # Flatten (batch, q/k head, group) into one batch axis of N = B*H*G state matrices so every
+    # step is two small bmm reads and one baddbmm write: no [K, V]-sized temporaries beyond the
+    # decayed state itself (the memory traffic is what decode costs).
+    N = B * H * G
+    q, k = (x[:, :, :, None, :].expand(B, T, H, G, K).reshape(B, T, H * G, K) for x in (q, k))
     if initial_state is None:
-        state = q.new_zeros(B, H, G, K, V)
+        state = q.new_zeros(N, K, V)
     else:
-        state = initial_state.to(cd).reshape(B, H, G, K, V)
+        state = initial_state.to(cd).reshape(N, K, V)
     outputs = []
     for t in range(T):
-        k_t = k[:, t, :, None, :, None]  # [B, H, 1, K, 1]
-        state = state * decay[:, t]
-        predicted = (state * k_t).sum(-2)  # k^T S: [B, H, G, V]
-        correction = beta[:, t] * (v[:, t] - predicted)
-        state = state + k_t * correction[..., None, :]
-        outputs.append((state * q[:, t, :, None, :, None]).sum(-2))
-    o = torch.stack(outputs, dim=1).reshape(B, T, H * G, V)
+        k_t = k[:, t].reshape(N, 1, K)
+        state = state * g[:, t].exp().reshape(N, 1, 1)
+        predicted = torch.bmm(k_t, state)  # k^T S: [N, 1, V]
+        correction = beta[:, t].reshape(N, 1, 1) * (v[:, t].reshape(N, 1, V) - predicted)
+        state = torch.baddbmm(state, k_t.transpose(1, 2), correction)
+        outputs.append(torch.bmm(q[:, t].reshape(N, 1, K), state))
+    o = torch.stack(outputs, dim=1).reshape(B, H * G, T, V).transpose(1, 2)
     return o, state.reshape(B, H * G, K, V)
