@@ -1,4 +1,4 @@
-"""The CLI end to end on a task file with good, loose and broken rows: records, resumption,
+"""The CLI end to end on a task file with loose, broken and malformed rows: records, resumption,
 summary tables, and the installed ``swe-curate`` entry point."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def _rows(tmp_path: Path) -> Path:
         gold_patch=good.gold_patch.replace("return hi", "return HI"),
     )
     path = tmp_path / "tasks.jsonl"
-    lines = [json.dumps(task_to_row(t)) for t in (good, loose, broken)]
+    lines = [json.dumps(task_to_row(t)) for t in (loose, broken)]
     lines.insert(1, "{this is not json")
     lines.append(json.dumps({"instance_id": "no-fields"}))
     path.write_text("\n".join(lines) + "\n")
@@ -40,23 +40,21 @@ def test_audit_judge_strengthen_resume_and_summarise(
     tasks, records, deck = _rows(tmp_path), tmp_path / "records.jsonl", tmp_path / "deck.jsonl"
     assert main(["audit", str(tasks), "--records", str(records), "--reruns", "1"]) == 0
     audit = RecordStore(records).latest("audit")
-    assert audit["geom-good"].verdict is Verdict.ADMITTED
     assert audit["geom-loose"].verdict is Verdict.ADMITTED
     assert audit["geom-broken"].verdict is Verdict.PATCH_DOES_NOT_APPLY
     assert audit["row-1"].verdict is Verdict.MALFORMED_ROW
     assert audit["no-fields"].verdict is Verdict.MALFORMED_ROW
     out = capsys.readouterr().out
     assert "admitted" in out
-    assert "40.0%" in out  # 2 of 5 admitted
+    assert "25.0%" in out  # 1 of 4 admitted
 
     assert main(["audit", str(tasks), "--records", str(records)]) == 0  # resumed: nothing to redo
-    assert len(RecordStore(records).records("audit")) == 5
-    assert "5 task(s) already judged, 0 to go" in capsys.readouterr().out
+    assert len(RecordStore(records).records("audit")) == 4
+    assert "4 task(s) already judged, 0 to go" in capsys.readouterr().out
 
     assert main(["judge", str(tasks), "--records", str(records)]) == 0
     judged = RecordStore(records).latest("judge")
-    assert set(judged) == {"geom-good", "geom-loose"}  # only what Pipeline 1 admitted
-    assert judged["geom-good"].verdict is Verdict.ACCEPTED
+    assert set(judged) == {"geom-loose"}  # only what Pipeline 1 admitted
     assert judged["geom-loose"].verdict is Verdict.TOO_LOOSE
 
     assert main(["strengthen", str(tasks), "--records", str(records), "--deck", str(deck)]) == 0

@@ -16,6 +16,7 @@ from swe_curate._strengthen import _cover, render_tests, strengthen_task
 from swe_curate._verdicts import Verdict
 
 
+@pytest.mark.slow  # ~50 s: judge, strengthen, re-judge; the CLI test covers judge → strengthen
 def test_loose_suite_is_strengthened_and_then_accepted(
     tmp_path: Path, scorer: SandboxScorer
 ) -> None:
