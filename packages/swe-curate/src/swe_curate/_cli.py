@@ -16,7 +16,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
-from swe_sandbox import Backend, DockerBackend, NamespaceBackend, TaskSpec
+from swe_sandbox import Backend, DockerBackend, Limits, NamespaceBackend, TaskSpec
 
 from swe_curate._audit import AuditConfig, audit_task
 from swe_curate._chat import ChatClient, ChatConfig
@@ -52,6 +52,12 @@ def summary_table(records: Sequence[TaskRecord], title: str) -> Table:
 
 def _backend(name: str) -> Backend:
     return DockerBackend() if name == "docker" else NamespaceBackend()
+
+
+def _scorer(args: argparse.Namespace) -> SandboxScorer:
+    # Mutants can loop forever (an inverted `while`): bound every graded run.
+    limits = Limits(grade_timeout_s=args.grade_timeout, exec_timeout_s=args.grade_timeout)
+    return SandboxScorer(_backend(args.backend), limits)
 
 
 def _progress(console: Console) -> Progress:
@@ -106,7 +112,7 @@ def _judge_from(args: argparse.Namespace) -> Judge:
 def cmd_audit(args: argparse.Namespace, console: Console) -> int:
     store = RecordStore(args.records)
     config = AuditConfig(reruns=args.reruns, binding=not args.no_binding)
-    with SandboxScorer(_backend(args.backend)) as scorer:
+    with _scorer(args) as scorer:
         _run_stage(
             console,
             store,
@@ -131,7 +137,7 @@ def cmd_judge(args: argparse.Namespace, console: Console) -> int:
         return audit is None or audit.verdict is Verdict.ADMITTED
 
     rows = import_rows(args.tasks, RowFormat(args.format))
-    with SandboxScorer(_backend(args.backend)) as scorer:
+    with _scorer(args) as scorer:
         _run_stage(console, store, "judge", rows, work, wanted)
     return 0
 
@@ -150,7 +156,7 @@ def cmd_strengthen(args: argparse.Namespace, console: Console) -> int:
             _append_row(deck, record.measurements["task"])
         return record
 
-    with SandboxScorer(_backend(args.backend)) as scorer:
+    with _scorer(args) as scorer:
         _run_stage(
             console, store, "strengthen", import_rows(args.tasks, RowFormat(args.format)), work
         )
@@ -166,7 +172,7 @@ def cmd_inject(args: argparse.Namespace, console: Console) -> int:
     config = InjectConfig(
         max_candidates=args.max_candidates, max_tasks=args.max_tasks, seed=args.seed
     )
-    with SandboxScorer(_backend(args.backend)) as scorer, _progress(console) as progress:
+    with _scorer(args) as scorer, _progress(console) as progress:
         bar = progress.add_task("inject", total=config.max_candidates, last="")
         for record in inject(source, trees, scorer, config, name=args.name):
             store.append(record)
@@ -202,6 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--format", default="auto", choices=[f.value for f in RowFormat])
         p.add_argument("--records", required=True, help="JSON-lines record file (resumable)")
         p.add_argument("--backend", default="namespace", choices=["namespace", "docker"])
+        p.add_argument(
+            "--grade-timeout", type=float, default=120.0, help="seconds per graded run or probe"
+        )
 
     audit = sub.add_parser("audit", help="Pipeline 1: execution-only audit")
     common(audit)
