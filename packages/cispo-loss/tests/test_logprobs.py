@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -191,8 +192,13 @@ _PEAK_SCRIPT = textwrap.dedent(
 
 
 def _peak_extra(mode: str, tokens: int, hidden: int, vocab: int) -> int:
+    # glibc otherwise keeps freed blocks below its (adaptive, up to 32 MiB) mmap threshold in
+    # per-thread arenas, and which thread frees what varies run to run; mmap-ing every block of
+    # 64 KiB or more makes RSS follow live memory, so the comparison is deterministic.
+    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"}
     result = subprocess.run(
         [sys.executable, "-c", _PEAK_SCRIPT, mode, str(tokens), str(hidden), str(vocab)],
+        env=env,
         capture_output=True,
         text=True,
         check=True,
