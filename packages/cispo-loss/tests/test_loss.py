@@ -166,12 +166,15 @@ def test_ppo_clip_zeroes_only_the_clipped_side() -> None:
     assert out.metrics["masked_frac_low"] == 0.25
 
 
-def test_all_masked_batch_is_zero_not_nan() -> None:
-    b = make_batch(0, 3, 4)
-    b["loss_mask"] = torch.zeros(3, 4, dtype=torch.bool)
+@given(seed=st.integers(0, 2**31 - 1), batch=st.integers(1, 4), length=st.integers(1, 6))
+@settings(max_examples=20)
+def test_all_masked_batch_is_zero_not_nan(seed: int, batch: int, length: int) -> None:
+    b = make_batch(seed, batch, length)
+    b["loss_mask"] = torch.zeros(batch, length, dtype=torch.bool)
     with torch.no_grad():
         b["logprobs"][0, 0] = float("nan")  # garbage at non-trainable positions must not leak
-    b["rollout_logprobs"][1, 1] = float("inf")
+    b["rollout_logprobs"][-1, -1] = float("inf")
+    b["ref_logprobs"][0, -1] = 3.0
     for config in CONFIGS:
         out = cispo_loss(
             b["logprobs"],
