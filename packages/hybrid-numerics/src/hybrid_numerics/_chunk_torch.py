@@ -118,12 +118,18 @@ def prepare_chunks(
     gc = _to_chunks(g.unsqueeze(-1), pad, NC, C).reshape(B, H, G, NC, C)
     bc = _to_chunks(beta.unsqueeze(-1), pad, NC, C).reshape(B, H, G, NC, C)
 
-    gamma = gc.cumsum(-1)  # in-chunk cumulative log decay
+    # The in-chunk cumulative log decay and every difference of it in float64: in FP32 a cumsum
+    # of ~64 terms of size ~1 carries an absolute error of ~1e-6, which exp() turns into a
+    # relative error of the decay factors - the largest error term of the FP32 chunk path. These
+    # tensors are small ([.., C] and [.., C, C]); the heavy products stay in FP32.
+    gamma = gc.double().cumsum(-1)
     lower = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()
     # Mask before exp: entries above the diagonal would be exp(positive) and may overflow.
     decay = torch.exp(
         (gamma[..., :, None] - gamma[..., None, :]).masked_fill(~lower, float("-inf"))
-    )
+    ).to(cd)
+    gamma_last = gamma[..., -1:]
+    exp_gamma = gamma.exp().to(cd)[..., None]
     kk = kc @ kc.transpose(-1, -2)  # [B, H, 1, NC, C, C], shared by the G value heads
     system = (bc[..., :, None] * kk * decay).tril(-1)
     # (I + A)^-1 once per chunk (unitriangular: the unit diagonal is implied), then two
@@ -131,14 +137,13 @@ def prepare_chunks(
     eye = torch.eye(C, dtype=cd, device=q.device)
     inverse = torch.linalg.solve_triangular(system, eye, upper=False, unitriangular=True)
     inverse = inverse * bc[..., None, :]  # fold diag(beta) into the inverse's columns
-    gamma_last = gamma[..., -1:]
     return ChunkTerms(
         u=inverse @ vc,
-        w=inverse @ (kc * gamma.exp()[..., None]),
-        kd=kc * torch.exp(gamma_last - gamma)[..., None],
-        chunk_decay=gamma_last.exp(),
+        w=inverse @ (kc * exp_gamma),
+        kd=kc * torch.exp(gamma_last - gamma).to(cd)[..., None],
+        chunk_decay=gamma_last.exp().to(cd),
         attn=(qc @ kc.transpose(-1, -2)) * decay,  # incl. the diagonal
-        qd=qc * gamma.exp()[..., None],
+        qd=qc * exp_gamma,
     )
 
 

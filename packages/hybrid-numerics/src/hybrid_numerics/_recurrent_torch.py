@@ -63,10 +63,7 @@ def _recurrent_batched(
     # decayed state itself (the memory traffic is what decode costs).
     N = B * H * G
     q, k = (x[:, :, :, None, :].expand(B, T, H, G, K).reshape(B, T, H * G, K) for x in (q, k))
-    if initial_state is None:
-        state = q.new_zeros(N, K, V)
-    else:
-        state = initial_state.to(cd).reshape(N, K, V)
+    state = q.new_zeros(N, K, V) if initial_state is None else initial_state.to(cd).reshape(N, K, V)
     outputs = []
     for t in range(T):
         k_t = k[:, t].reshape(N, 1, K)
