@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from arctic_swe.chat import observation_text
+from arctic_swe.chat import IM_END, observation_text
 from arctic_swe.deck import Deck, DeckTask
 from arctic_swe.harness import HarnessConfig, prompt_text
 from arctic_swe.warmstart._expert import expert_turns
@@ -25,7 +25,7 @@ def task_corpus(task: DeckTask, config: HarnessConfig) -> Iterator[str]:
             yield file.read_text()
     yield prompt_text(task.spec, config)
     for turn in expert_turns(task):
-        yield turn + observation_text("")
+        yield turn + IM_END + observation_text("")
 
 
 def deck_corpus(deck: Deck | Iterable[DeckTask], config: HarnessConfig) -> Iterator[str]:

@@ -20,7 +20,7 @@ from transformers import PreTrainedTokenizerFast
 from arctic_swe.chat import save_tokenizer
 from arctic_swe.deck import DeckTask
 from arctic_swe.harness import TINY_HARNESS, HarnessConfig, Trajectory, run_rollouts
-from arctic_swe.model import build_policy, policy_config, save_policy
+from arctic_swe.model import TINY_PRESET, PolicyPreset, build_policy, policy_config, save_policy
 from arctic_swe.warmstart._errors import WarmStartError
 from arctic_swe.warmstart._expert import expert_sampler
 from arctic_swe.warmstart._sft import SFTConfig, SFTStep, train_sft
@@ -78,12 +78,15 @@ def warm_start(
     sft: SFTConfig | None = None,
     harness: HarnessConfig = TINY_HARNESS,
     model_seed: int = 0,
+    preset: PolicyPreset = TINY_PRESET,
     concurrency: int = 2,
     on_expert: Callable[[Trajectory], None] | None = None,
     on_step: Callable[[SFTStep], None] | None = None,
 ) -> WarmStartResult:
-    """Collect expert trajectories on ``tasks``, fine-tune a fresh tiny policy on them, and
-    write the checkpoint (policy + tokenizer + ``expert.jsonl``) to ``out_dir``."""
+    """Collect expert trajectories on ``tasks``, fine-tune a fresh policy of ``preset`` (seeded
+    with ``model_seed``) on them, and write the checkpoint (policy + tokenizer +
+    ``expert.jsonl``) to ``out_dir``. Raises :class:`WarmStartError` if the expert fails to
+    submit on a task (a broken deck) or ``tasks`` is empty."""
     if not tasks:
         raise WarmStartError("the warm start needs at least one task")
     began = time.monotonic()
@@ -97,7 +100,10 @@ def warm_start(
         raise WarmStartError(f"the expert failed to submit on {broken[:5]}")
     expert_seconds = time.monotonic() - began
     config = policy_config(
-        len(tokenizer), pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id
+        len(tokenizer),
+        preset,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
     )
     model = build_policy(config, seed=model_seed)
     began = time.monotonic()
