@@ -13,10 +13,11 @@ VOCAB = 96
 
 
 def tiny_model(seed: int = 0, vocab: int = VOCAB) -> Qwen3_5ForCausalLM:
-    """A 4-layer hybrid policy (3 Gated DeltaNet + 1 attention). The final norm gain is raised
+    """A 4-layer hybrid policy (3 Gated DeltaNet + 1 attention) with hybrid-numerics installed
+    (the trainer's numerics: its full forward is the reference). The final norm gain is raised
     so the next-token distribution is far from uniform (a random init is nearly flat, which
     would make distribution tests blind)."""
-    model = build_policy(policy_config(vocab), seed, patch_numerics=False)
+    model = build_policy(policy_config(vocab), seed)
     with torch.no_grad():
         model.model.norm.weight.fill_(4.0)
     return model

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import hybrid_numerics
 import pytest
 import torch
 from arctic_swe.model import (
     PolicyConfigError,
     PolicyError,
     build_policy,
+    install_numerics,
     numerics_installed,
     policy_config,
 )
@@ -57,14 +57,26 @@ def test_bad_config_is_rejected() -> None:
         build_policy({"vocab_size": 64}, 0)  # type: ignore[arg-type]
 
 
-def test_numerics_are_installed_by_default_when_hybrid_numerics_provides_them() -> None:
-    available = all(
-        hasattr(hybrid_numerics, name) for name in ("patch_qwen3_5", "apply_precision_policy")
-    )
-    if not available:
-        with pytest.raises(PolicyError, match="hybrid-numerics"):
-            build_policy(policy_config(64), 0)
-        return
+def test_numerics_are_installed_by_default_and_everything_stays_fp32() -> None:
     model = build_policy(policy_config(64), 0)
     assert numerics_installed(model)
+    assert all(p.dtype == torch.float32 for p in model.parameters())
     assert not numerics_installed(build_policy(policy_config(64), 0, patch_numerics=False))
+    stock = build_policy(policy_config(64), 0, patch_numerics=False)
+    tokens = torch.arange(12)[None]
+    with torch.no_grad():
+        patched_logits, stock_logits = model(tokens).logits, stock(tokens).logits
+    assert torch.allclose(patched_logits, stock_logits, atol=1e-4)  # same model, FP32 kernels
+
+
+def test_bf16_compute_keeps_fp32_masters() -> None:
+    model = build_policy(policy_config(64), 0, compute_dtype=torch.bfloat16)
+    dtypes = {name: p.dtype for name, p in model.named_parameters()}
+    assert dtypes["model.layers.0.linear_attn.A_log"] == torch.float32
+    assert dtypes["model.layers.0.linear_attn.dt_bias"] == torch.float32
+    assert dtypes["model.layers.0.linear_attn.in_proj_qkv.weight"] == torch.bfloat16
+
+
+def test_installing_into_a_model_without_gated_deltanet_is_a_policy_error() -> None:
+    with pytest.raises(PolicyError, match="hybrid-numerics"):
+        install_numerics(torch.nn.Linear(3, 3))

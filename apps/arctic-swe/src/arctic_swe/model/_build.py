@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
-import hybrid_numerics
 import torch
+from hybrid_numerics import (
+    HybridNumericsError,
+    PrecisionPolicy,
+    apply_precision_policy,
+    is_patched,
+    patch_qwen3_5,
+)
 from transformers import Qwen3_5ForCausalLM, Qwen3_5TextConfig
 
 from arctic_swe.model._errors import PolicyConfigError, PolicyError
@@ -17,6 +22,7 @@ def build_policy(
     seed: int,
     *,
     device: str | torch.device = "cpu",
+    compute_dtype: torch.dtype = torch.float32,
     patch_numerics: bool = True,
 ) -> Qwen3_5ForCausalLM:
     """A ``Qwen3_5ForCausalLM`` with seeded random weights, FP32, in eval mode.
@@ -24,8 +30,9 @@ def build_policy(
     The global torch RNG is left untouched (initialisation runs under a forked RNG), so the same
     ``(config, seed)`` always yields the same weights. With ``patch_numerics`` (the default) the
     hybrid-numerics precision policy is applied and its FP32-state Gated DeltaNet kernels are
-    patched in (:func:`install_numerics`); ``patch_numerics=False`` gives the stock
-    ``transformers`` model (the baseline of the numerics ablation and of the benchmarks).
+    patched in (:func:`install_numerics`; ``compute_dtype=torch.bfloat16`` for a GPU policy with
+    FP32 masters); ``patch_numerics=False`` gives the stock ``transformers`` FP32 model (the
+    baseline of the numerics ablation).
     """
     if not isinstance(config, Qwen3_5TextConfig):
         raise PolicyConfigError(f"config must be a Qwen3_5TextConfig, got {type(config).__name__}")
@@ -37,7 +44,7 @@ def build_policy(
     torch.nn.Module.to(model, device=device, dtype=torch.float32)  # HF's .to() is untyped
     torch.nn.Module.eval(model)
     if patch_numerics:
-        install_numerics(model)
+        install_numerics(model, compute_dtype=compute_dtype)
     return model
 
 
@@ -47,24 +54,29 @@ def _construct(config: Qwen3_5TextConfig) -> Qwen3_5ForCausalLM:
     return model
 
 
-def _hybrid_numerics_function(name: str) -> Callable[..., Any]:
-    function = getattr(hybrid_numerics, name, None)
-    if function is None:
+def install_numerics(
+    model: torch.nn.Module, *, compute_dtype: torch.dtype = torch.float32
+) -> list[str]:
+    """Apply hybrid-numerics' precision policy and patch its FP32-state Gated DeltaNet kernels
+    into every linear-attention layer; returns the parameter names kept in FP32.
+
+    With ``compute_dtype=torch.float32`` (CPU, the embedded topology) every weight stays FP32;
+    with ``torch.bfloat16`` (GPU) the matmul weights become bf16 while ``A_log``, ``dt_bias``
+    and the norm gains stay FP32 masters (seed 000 §3.3).
+    """
+    policy = PrecisionPolicy(
+        compute_dtype=None if compute_dtype == torch.float32 else compute_dtype
+    )
+    try:
+        kept = apply_precision_policy(model, policy)
+        patch_qwen3_5(model)
+    except HybridNumericsError as exc:
         raise PolicyError(
-            f"hybrid-numerics {hybrid_numerics.__version__} does not export {name} (issue #5); "
-            "pass patch_numerics=False to run the stock transformers numerics"
-        )
-    return cast(Callable[..., Any], function)
-
-
-def install_numerics(model: torch.nn.Module) -> None:
-    """Apply hybrid-numerics' precision policy (``A_log``, ``dt_bias`` and norms stay FP32)
-    and patch its FP32-state Gated DeltaNet kernels into every linear-attention layer."""
-    _hybrid_numerics_function("apply_precision_policy")(model)
-    _hybrid_numerics_function("patch_qwen3_5")(model)
+            f"cannot install hybrid-numerics into {type(model).__name__}: {exc}"
+        ) from exc
+    return kept
 
 
 def numerics_installed(model: torch.nn.Module) -> bool:
     """Whether ``model`` runs the hybrid-numerics kernels (every GDN layer patched)."""
-    is_patched = getattr(hybrid_numerics, "is_patched", None)
-    return bool(is_patched(model)) if is_patched is not None else False
+    return is_patched(model)

@@ -55,10 +55,12 @@ def load_policy(
     path: str | os.PathLike[str],
     *,
     device: str | torch.device = "cpu",
+    compute_dtype: torch.dtype = torch.float32,
     patch_numerics: bool = True,
 ) -> Qwen3_5ForCausalLM:
-    """Load a Qwen3.5 text checkpoint from a local directory as an FP32 eval-mode policy
-    (hybrid-numerics installed unless ``patch_numerics=False``).
+    """Load a Qwen3.5 text checkpoint from a local directory as an eval-mode policy, read in
+    FP32 and then put under hybrid-numerics' precision policy with ``compute_dtype`` (FP32
+    throughout by default) and its kernels patched in, unless ``patch_numerics=False``.
 
     Raises :class:`CheckpointError` when the directory, its ``config.json`` or its weights are
     missing or are not a Qwen3.5 text model.
@@ -75,7 +77,7 @@ def load_policy(
     torch.nn.Module.to(model, device=device)  # HF's .to() is untyped
     torch.nn.Module.eval(model)
     if patch_numerics:
-        install_numerics(model)
+        install_numerics(model, compute_dtype=compute_dtype)
     return model
 
 

@@ -1,0 +1,185 @@
+"""Benchmark the arctic-swe torch engine: generated tokens/s vs plain ``transformers`` generate.
+
+For each concurrency N the same N prompts (equal length P) are decoded for exactly G new tokens
+at temperature 1 with full-vocabulary sampling, twice:
+
+* **engine** — N concurrent ``TorchEngine.generate_detailed`` calls on one asyncio loop (one
+  batched prefill, then one batched decode forward per step for all N sequences, per-slot
+  hybrid caches, FP32 recurrent state through hybrid-numerics);
+* **baseline** — ``model.generate`` on the same ``[N, P]`` batch (``do_sample=True, top_k=0,
+  top_p=1.0, temperature=1.0, min_new_tokens=max_new_tokens=G``), the stock HF cached loop.
+
+Both use the same model object (the tiny Qwen3.5 preset). Reported: tokens/s of each and the
+ratio engine / baseline (issue #10 target: >= 2x at 32 sequences). Then the cost of a weight
+refresh with N sequences parked at P + G tokens each: invalidating (drop every cache and
+re-prefill every retained history) vs the stale-cache ablation (load the weights only).
+
+Prints one JSON object as the last stdout line; progress lines go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from typing import Any
+
+import torch
+
+
+def _parse() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--concurrency", default="1,8,32,64", help="comma-separated N values")
+    parser.add_argument("--prompt-len", type=int, default=32, help="P: prompt tokens per sequence")
+    parser.add_argument(
+        "--new-tokens", type=int, default=64, help="G: tokens generated per sequence"
+    )
+    parser.add_argument("--vocab", type=int, default=4096, help="vocabulary size of the tiny model")
+    parser.add_argument("--repeats", type=int, default=2, help="timed runs per case (median)")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes: a few seconds")
+    args = parser.parse_args()
+    if args.smoke:
+        args.concurrency, args.prompt_len, args.new_tokens, args.repeats = "1,4", 8, 8, 1
+    return args
+
+
+def _prompts(n: int, length: int, vocab: int) -> list[list[int]]:
+    generator = torch.Generator().manual_seed(n)
+    return torch.randint(0, vocab, (n, length), generator=generator).tolist()
+
+
+def _engine_run(model: torch.nn.Module, prompts: list[list[int]], new_tokens: int) -> float:
+    from arctic_swe.engine import EngineConfig, TorchEngine
+    from load_router import GenerateRequest
+
+    engine = TorchEngine(model, EngineConfig(capacity=max(len(prompts), 1)))
+
+    async def main() -> float:
+        requests = [
+            GenerateRequest(rollout_index=i, prompt_ids=tuple(p), max_new_tokens=new_tokens)
+            for i, p in enumerate(prompts)
+        ]
+        started = time.perf_counter()
+        turns = await asyncio.gather(*(engine.generate_detailed(r) for r in requests))
+        elapsed = time.perf_counter() - started
+        assert all(len(t.token_ids) == new_tokens for t in turns)
+        await engine.close()
+        return elapsed
+
+    return asyncio.run(main())
+
+
+@torch.no_grad()
+def _baseline_run(model: Any, prompts: list[list[int]], new_tokens: int) -> float:
+    batch = torch.tensor(prompts)
+    started = time.perf_counter()
+    out = model.generate(
+        batch,
+        attention_mask=torch.ones_like(batch),
+        do_sample=True,
+        top_k=0,
+        top_p=1.0,
+        temperature=1.0,
+        max_new_tokens=new_tokens,
+        min_new_tokens=new_tokens,
+        pad_token_id=0,
+    )
+    elapsed = time.perf_counter() - started
+    assert out.shape[1] == len(prompts[0]) + new_tokens
+    return elapsed
+
+
+def _refresh_costs(
+    model: torch.nn.Module, prompts: list[list[int]], new_tokens: int
+) -> dict[str, Any]:
+    from arctic_swe.engine import EngineConfig, TorchEngine
+    from load_router import GenerateRequest
+
+    weights = {k: v.clone() for k, v in model.state_dict().items()}
+
+    async def main() -> dict[str, Any]:
+        engine = TorchEngine(model, EngineConfig(capacity=len(prompts)))
+        requests = [
+            GenerateRequest(rollout_index=i, prompt_ids=tuple(p), max_new_tokens=new_tokens)
+            for i, p in enumerate(prompts)
+        ]
+        await asyncio.gather(*(engine.generate_detailed(r) for r in requests))
+        invalidate = await engine.refresh_weights(weights, 1, invalidate_caches=True)
+        stale = await engine.refresh_weights(weights, 2, invalidate_caches=False)
+        await engine.close()
+        return {
+            "sequences": invalidate.sequences,
+            "reprefilled_tokens": invalidate.reprefilled_tokens,
+            "invalidate_seconds": round(invalidate.seconds, 4),
+            "stale_ablation_seconds": round(stale.seconds, 4),
+            "reprefill_tokens_per_s": round(invalidate.reprefilled_tokens / invalidate.seconds, 1),
+        }
+
+    return asyncio.run(main())
+
+
+def main() -> None:
+    args = _parse()
+    from arctic_swe.model import build_policy, numerics_installed, policy_config
+
+    config = policy_config(args.vocab)
+    try:
+        model = build_policy(config, 0)
+    except ValueError as exc:  # hybrid-numerics without its Qwen3.5 patch yet
+        print(f"numerics patch unavailable ({exc}); using stock numerics", file=sys.stderr)
+        model = build_policy(config, 0, patch_numerics=False)
+    sizes = [int(n) for n in args.concurrency.split(",")]
+    warm = _prompts(2, args.prompt_len, args.vocab)
+    _engine_run(model, warm, 4)
+    _baseline_run(model, warm, 4)
+    results = []
+    for n in sizes:
+        prompts = _prompts(n, args.prompt_len, args.vocab)
+        engine_s = statistics.median(
+            _engine_run(model, prompts, args.new_tokens) for _ in range(args.repeats)
+        )
+        baseline_s = statistics.median(
+            _baseline_run(model, prompts, args.new_tokens) for _ in range(args.repeats)
+        )
+        tokens = n * args.new_tokens
+        row = {
+            "concurrency": n,
+            "engine_tokens_per_s": round(tokens / engine_s, 1),
+            "hf_generate_tokens_per_s": round(tokens / baseline_s, 1),
+            "ratio": round(baseline_s / engine_s, 2),
+        }
+        print(json.dumps(row), file=sys.stderr)
+        results.append(row)
+    refresh = _refresh_costs(
+        model, _prompts(max(sizes), args.prompt_len, args.vocab), args.new_tokens
+    )
+    print(json.dumps({"refresh": refresh}), file=sys.stderr)
+    at_32 = next((r["ratio"] for r in results if r["concurrency"] == 32), None)
+    summary = {
+        "benchmark": "engine_throughput",
+        "machine": f"{platform.machine()} {os.cpu_count()} cpus, torch threads {torch.get_num_threads()}",
+        "model": {
+            "preset": "tiny",
+            "vocab": args.vocab,
+            "parameters": sum(p.numel() for p in model.parameters()),
+            "hybrid_numerics_patched": numerics_installed(model),
+        },
+        "prompt_len": args.prompt_len,
+        "new_tokens": args.new_tokens,
+        "repeats": args.repeats,
+        "results": results,
+        "refresh": refresh,
+        "target": "ratio >= 2.0 at concurrency 32",
+        "meets_target": None if at_32 is None else at_32 >= 2.0,
+        "smoke": args.smoke,
+    }
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()
