@@ -1,9 +1,11 @@
 """Tests for ``arctic_swe._cli`` (mirrors src/arctic_swe/_cli.py)."""
 
 from importlib.metadata import version
+from pathlib import Path
 
 import pytest
 from arctic_swe._cli import COMPONENTS, component_versions, main
+from arctic_swe.deck import load_deck
 
 
 def test_every_component_is_installed_with_its_version() -> None:
@@ -28,3 +30,62 @@ def test_unknown_command_is_a_usage_error() -> None:
     with pytest.raises(SystemExit) as excinfo:
         main(["no-such-command"])
     assert excinfo.value.code == 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "options"),
+    [
+        (["deck", "build", "--help"], ["--out", "--seed", "--pool-size", "--validate", "--reruns"]),
+        (["warmstart", "--help"], ["--deck", "--out", "--tasks", "--steps", "--lr"]),
+        (["rollout", "--help"], ["--deck", "--policy", "--tasks", "--split", "--show"]),
+    ],
+)
+def test_every_command_documents_its_options(
+    argv: list[str], options: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as excinfo:
+        main(argv)
+    assert excinfo.value.code == 0
+    out = capsys.readouterr().out
+    for option in options:
+        assert option in out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["deck"],
+        ["deck", "build", "--pool-size", "0"],
+        ["deck", "build", "--validate", "maybe"],
+        ["rollout", "--tasks", "-3"],
+        ["warmstart", "--steps", "ten"],
+    ],
+)
+def test_bad_arguments_are_usage_errors(argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as excinfo:
+        main(argv)
+    assert excinfo.value.code == 2
+
+
+def test_deck_build_writes_the_deck_and_its_tokenizer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "deck"
+    argv = ["deck", "build", "--out", str(out), "--pool-size", "3", "--heldout-size", "1"]
+    assert main([*argv, "--warmstart-size", "2", "--validate", "none", "--vocab-size", "600"]) == 0
+    assert "pool 3, held-out 1, warm-start 2" in " ".join(capsys.readouterr().out.split())
+    assert len(load_deck(out).split("pool")) == 3
+    assert (out / "tokenizer" / "tokenizer.json").is_file()
+
+
+def test_missing_deck_or_policy_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["warmstart", "--deck", str(tmp_path / "none")]) == 2
+    assert "no deck" in " ".join(capsys.readouterr().out.split())
+    main(["deck", "build", "--out", str(tmp_path / "d"), "--pool-size", "2", "--heldout-size",
+          "0", "--warmstart-size", "1", "--validate", "none", "--vocab-size", "600"])  # fmt: skip
+    capsys.readouterr()
+    code = main(["rollout", "--deck", str(tmp_path / "d"), "--policy", str(tmp_path / "none")])
+    assert code == 2
+    assert "tokenizer" in capsys.readouterr().out
