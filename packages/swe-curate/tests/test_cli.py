@@ -10,6 +10,7 @@ from pathlib import Path
 
 import attrs
 import pytest
+from curate_openai_server import Raw, serve
 from curate_tasks import make_task
 from swe_curate._cli import main
 from swe_curate._importers import task_to_row
@@ -90,3 +91,42 @@ def test_entry_point_help_and_bad_input(tmp_path: Path) -> None:
     )
     assert broken.returncode == 2
     assert "not a task record" in broken.stdout
+
+
+def test_llm_judge_garbage_through_the_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tasks, records = _rows(tmp_path), tmp_path / "records.jsonl"
+    with serve(lambda body: Raw(200, b"not json at all")) as srv:
+        monkeypatch.setenv("SWE_CURATE_JUDGE_BASE_URL", srv.base_url)
+        monkeypatch.setenv("SWE_CURATE_JUDGE_MODEL", "judge")
+        assert (
+            main(
+                [
+                    "judge",
+                    str(tasks),
+                    "--records",
+                    str(records),
+                    "--judge",
+                    "llm",
+                    "--judge-timeout",
+                    "5",
+                ]
+            )
+            == 0
+        )
+    judged = RecordStore(records).latest("judge")
+    assert judged["geom-loose"].verdict is Verdict.JUDGE_GARBAGE
+    assert judged["row-1"].verdict is Verdict.MALFORMED_ROW
+    assert srv.requests  # the judge was really asked
+
+
+def test_inject_from_an_sdist(
+    inflection_sdist: Path, tmp_path: Path, scorer: SandboxScorer
+) -> None:
+    deck, records = tmp_path / "deck.jsonl", tmp_path / "inject.jsonl"
+    argv = ["inject", str(inflection_sdist), "--records", str(records), "--deck", str(deck)]
+    assert main([*argv, "--max-candidates", "4", "--max-tasks", "1", "--seed", "3"]) == 0
+    injected = [r for r in RecordStore(records).records("inject") if r.verdict is Verdict.INJECTED]
+    rows = [json.loads(line) for line in deck.read_text().splitlines()]
+    assert len(rows) == len(injected) == 1
+    assert rows[0]["instance_id"].startswith("inflection-0.5.1-")
+    assert Path(rows[0]["repo"]["location"]).is_dir()

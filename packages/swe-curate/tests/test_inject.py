@@ -3,12 +3,9 @@ time, graded in the real sandbox; the injected tasks then pass Pipeline 1."""
 
 from __future__ import annotations
 
-import hashlib
 import random
 from pathlib import Path
 
-import httpx
-import pytest
 from swe_curate._audit import AuditConfig, audit_task
 from swe_curate._importers import task_from_native_row
 from swe_curate._inject import (
@@ -17,26 +14,9 @@ from swe_curate._inject import (
     is_test_file,
     mutants,
     source_files,
-    unpack_source,
 )
 from swe_curate._scorer import SandboxScorer
 from swe_curate._verdicts import Verdict
-
-# inflection 0.5.1: a small pure-Python library whose sdist ships its pytest suite.
-SDIST = "https://files.pythonhosted.org/packages/e1/7e/691d061b7329bc8d54edbf0ec22fbfb2afe61facb681f9aaa9bff7a27d04/inflection-0.5.1.tar.gz"
-SHA256 = "1a29730d366e996aaacffb2f1f1cb9593dc38e2ddd30c91250c6dde09ea9b417"
-
-
-@pytest.fixture(scope="module")
-def inflection_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    try:
-        data = httpx.get(SDIST, timeout=60, follow_redirects=True).raise_for_status().content
-    except httpx.HTTPError as exc:
-        pytest.skip(f"PyPI unreachable: {exc}")
-    assert hashlib.sha256(data).hexdigest() == SHA256
-    root = tmp_path_factory.mktemp("inflection")
-    (root / "inflection.tar.gz").write_bytes(data)
-    return unpack_source(root / "inflection.tar.gz", root / "src")
 
 
 def test_sources_and_mutants_exclude_tests(inflection_source: Path) -> None:

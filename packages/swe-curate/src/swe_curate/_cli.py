@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -16,7 +17,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
-from swe_sandbox import Backend, DockerBackend, Limits, NamespaceBackend, TaskSpec
+from swe_sandbox import Backend, DockerBackend, Limits, NamespaceBackend, SandboxError, TaskSpec
 
 from swe_curate._audit import AuditConfig, audit_task
 from swe_curate._chat import ChatClient, ChatConfig
@@ -105,7 +106,8 @@ def _run_stage(
 
 def _judge_from(args: argparse.Namespace) -> Judge:
     if args.judge == "llm":
-        return LLMJudge(ChatClient(ChatConfig.from_env(timeout_s=args.judge_timeout)))
+        config = ChatConfig.from_env(timeout_s=args.judge_timeout, max_retries=args.judge_retries)
+        return LLMJudge(ChatClient(config))
     return OfflineJudge()
 
 
@@ -167,14 +169,16 @@ def cmd_inject(args: argparse.Namespace, console: Console) -> int:
     store = RecordStore(args.records)
     source = Path(args.source)
     trees = Path(args.trees) if args.trees else Path(args.deck).with_suffix(".trees")
+    name = args.name
     if source.is_file():
+        name = name or re.sub(r"(\.tar)?\.(gz|tgz|bz2|xz|tar)$", "", source.name)
         source = unpack_source(source, trees / "_source")
     config = InjectConfig(
         max_candidates=args.max_candidates, max_tasks=args.max_tasks, seed=args.seed
     )
     with _scorer(args) as scorer, _progress(console) as progress:
         bar = progress.add_task("inject", total=config.max_candidates, last="")
-        for record in inject(source, trees, scorer, config, name=args.name):
+        for record in inject(source, trees, scorer, config, name=name):
             store.append(record)
             if record.verdict is Verdict.INJECTED:
                 _append_row(Path(args.deck), record.measurements["task"])
@@ -221,7 +225,8 @@ def build_parser() -> argparse.ArgumentParser:
     judge = sub.add_parser("judge", help="Pipeline 2: counterfactual judge")
     common(judge)
     judge.add_argument("--judge", default="offline", choices=["offline", "llm"])
-    judge.add_argument("--judge-timeout", type=float, default=120.0)
+    judge.add_argument("--judge-timeout", type=float, default=120.0, help="seconds per request")
+    judge.add_argument("--judge-retries", type=int, default=3, help="extra attempts per request")
     judge.set_defaults(func=cmd_judge)
 
     strengthen = sub.add_parser("strengthen", help="repair too_loose suites")
@@ -253,7 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console(stderr=False)
     try:
         code: int = args.func(args, console)
-    except (CurateError, OSError) as exc:
+    except (CurateError, SandboxError, OSError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         return 2
     return code

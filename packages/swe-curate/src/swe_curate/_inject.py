@@ -204,7 +204,7 @@ def inject(
 
     The mutated trees are written under ``out_dir/<instance_id>/``.
     """
-    name = re.sub(r"[^A-Za-z0-9._-]", "-", name or repo.name)
+    name = re.sub(r"[^A-Za-z0-9._-]", "-", name or repo.name).lstrip("._-") or "repo"
     base = TaskSpec(
         instance_id=f"{name}-base",
         repo=RepoSource.directory(repo),
