@@ -46,7 +46,9 @@ def test_many_sandboxes_from_one_loop_without_blocking_it(
 
     results, gaps, metrics = asyncio.run(main())
     assert results == [(f"episode-{i}", 1) for i in range(8)]
-    assert max(gaps) < 0.5, f"event loop blocked for {max(gaps):.2f}s"
+    # A blocking call would freeze the loop for a whole grade (seconds); scheduling noise on a
+    # loaded 2-core machine stays well below one second.
+    assert max(gaps) < 1.0, f"event loop blocked for {max(gaps):.2f}s"
     assert metrics["grade"].count == 8
     assert metrics["exec"].count == 16
     assert metrics["prepare"].count == 8
