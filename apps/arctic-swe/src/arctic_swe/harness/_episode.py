@@ -56,7 +56,9 @@ class _History:
         self.logprobs += [0.0] * len(ids)
         self.versions += [NOT_GENERATED] * len(ids)
 
-    def append_generated(self, ids: tuple[int, ...], lps: tuple[float, ...], vs: tuple[int, ...]):
+    def append_generated(
+        self, ids: tuple[int, ...], lps: tuple[float, ...], vs: tuple[int, ...]
+    ) -> None:
         self.ids += ids
         self.mask += [True] * len(ids)
         self.logprobs += lps
@@ -103,7 +105,9 @@ async def run_episode(
     prompt_length = len(history.ids)
     pending = prompt_length  # tokens appended since the gate last counted
     turns: list[TurnRecord] = []
-    termination, raw_reward, reasons = "", None, ()
+    termination = ""
+    raw_reward: float | None = None
+    reasons: tuple[str, ...] = ()
     gen_s = tool_s = grade_s = 0.0
     while True:
         room = min(config.max_new_tokens, config.max_tokens - len(history.ids))
@@ -118,7 +122,7 @@ async def run_episode(
         history.append_generated(sampled.token_ids, sampled.logprobs, sampled.versions)
         stopped = sampled.finish_reason == "stop"
         body = sampled.token_ids[:-1] if stopped else sampled.token_ids
-        raw = tokenizer.decode(list(body), skip_special_tokens=False)
+        raw = str(tokenizer.decode(list(body), skip_special_tokens=False))
         verdict = check_turn(raw, tools=TOOLS, stopped=stopped)
         decision = gate.observe(verdict, n_tokens=pending + len(sampled.token_ids))
         pending = 0
@@ -157,7 +161,7 @@ async def run_episode(
                 t2 = time.monotonic()
                 try:
                     result = await sandbox.submit()
-                    raw_reward, reasons = result.reward, tuple(result.reasons)
+                    raw_reward, reasons = float(result.reward), tuple(result.reasons)
                 except SandboxError as exc:  # a broken grader never yields reward
                     raw_reward, reasons = 0.0, (f"grading failed: {exc}",)
                 grade_s = time.monotonic() - t2

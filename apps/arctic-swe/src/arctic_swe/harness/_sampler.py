@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from load_router import GenerateRequest
 from transformers import PreTrainedTokenizerFast
@@ -44,9 +44,10 @@ class EngineSampler:
         self.rollout_index = rollout_index
 
     async def sample(self, prompt_ids: Sequence[int], max_new_tokens: int) -> SampledTurn:
+        ids: Any = tuple(prompt_ids)  # attrs' tuple converter confuses mypy's generics
         request = GenerateRequest(
             rollout_index=self.rollout_index,
-            prompt_ids=tuple(prompt_ids),
+            prompt_ids=ids,
             max_new_tokens=max_new_tokens,
         )
         turn = await self.engine.generate_detailed(request, stop_token_ids=(self.stop_id,))

@@ -92,10 +92,13 @@ class Trajectory:
     @classmethod
     def from_json(cls, line: str) -> Trajectory:
         """Inverse of :meth:`to_json`."""
-        raw = json.loads(line)
+        raw: dict[str, Any] = json.loads(line)
         turns = tuple(
             TurnRecord(**{**turn, "codes": tuple(turn["codes"])}) for turn in raw.pop("turns")
         )
-        arrays = {k: tuple(raw.pop(k)) for k in ("token_ids", "loss_mask", "logprobs", "versions")}
-        reasons = tuple(raw.pop("grade_reasons", ()))
-        return cls(**raw, **arrays, turns=turns, grade_reasons=reasons)
+        fields: dict[str, Any] = {
+            **raw,
+            **{k: tuple(raw[k]) for k in ("token_ids", "loss_mask", "logprobs", "versions")},
+            "grade_reasons": tuple(raw.get("grade_reasons", ())),
+        }
+        return cls(**fields, turns=turns)
