@@ -53,7 +53,8 @@ def chunk_gated_delta_rule(
     * ``state_cache: [S, HV, K, V]`` float32 with ``state_indices: [N]`` int: sequence ``n``
       starts from ``state_cache[state_indices[n]]`` and its final state is written back there
       **in place** (a negative index means: start from zeros, write nothing). Exclusive with
-      ``initial_state``.
+      ``initial_state``. The slot's content is the initial state: zero a slot before handing it
+      to a new sequence.
 
     Returns ``(o, final_state)``: ``o: [B, T, HV, V]`` in ``v.dtype``; ``final_state`` float32
     ``[N, HV, K, V]`` when ``output_final_state`` else ``None``. Differentiable in every input,

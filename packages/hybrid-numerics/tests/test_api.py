@@ -1,0 +1,115 @@
+"""Dispatch and the in-place state cache as a state machine (an engine's slot pool)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, invariant, rule
+
+from hybrid_numerics import (
+    chunk_gated_delta_rule,
+    fused_recurrent_gated_delta_rule,
+    reference_gated_delta_rule,
+)
+from hybrid_numerics._api import _choose_backend, gather_states, scatter_states
+
+from .conftest import rms_rel
+
+H, HV, K, V, SLOTS = 1, 2, 8, 4, 4
+
+
+def test_auto_backend_is_torch_on_cpu_and_for_training() -> None:
+    x = torch.zeros(1)
+    assert _choose_backend("auto", "chunk", x) == "torch"
+    assert _choose_backend("triton", "chunk", x) == "triton"
+    assert _choose_backend("torch", "chunk", x) == "torch"
+
+
+def test_gather_and_scatter_skip_negative_slots() -> None:
+    pool = torch.arange(3 * 2 * 2 * 2, dtype=torch.float32).reshape(3, 2, 2, 2)
+    pool[1] = float("nan")
+    states = gather_states(pool, torch.tensor([2, -1]), torch.float32)
+    assert torch.equal(states[0], pool[2])
+    assert torch.count_nonzero(states[1]) == 0
+    scatter_states(pool, torch.tensor([-1, 0]), torch.ones(2, 2, 2, 2))
+    assert torch.equal(pool[0], torch.ones(2, 2, 2))
+    assert torch.isnan(pool[1]).all()
+
+
+class SlotPool(RuleBasedStateMachine):
+    """Sequences are admitted (chunk prefill into a free slot), decoded in arbitrary subsets
+    (recurrent, one token, in place) and evicted; every live slot must always hold the oracle's
+    state for that sequence's full token history."""
+
+    sequences = Bundle("sequences")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pool = torch.full((SLOTS, HV, K, V), float("nan"))
+        self.history: dict[int, list[tuple[torch.Tensor, ...]]] = {}
+        self.gen = torch.Generator().manual_seed(0)
+
+    def _tokens(self, t: int) -> tuple[torch.Tensor, ...]:
+        r = lambda *s: torch.randn(*s, generator=self.gen)  # noqa: E731
+        g = torch.nn.functional.logsigmoid(r(1, t, HV))
+        return (
+            r(1, t, H, K),
+            r(1, t, H, K),
+            r(1, t, HV, V),
+            g,
+            torch.rand(1, t, HV, generator=self.gen),
+        )
+
+    @rule(target=sequences, length=st.integers(1, 70))
+    def admit(self, length: int) -> int:
+        free = [s for s in range(SLOTS) if s not in self.history]
+        if not free:
+            return -1
+        slot, tokens = free[0], self._tokens(length)
+        self.pool[slot].zero_()  # the contract: a slot handed to a new sequence is zeroed first
+        chunk_gated_delta_rule(*tokens, state_cache=self.pool, state_indices=torch.tensor([slot]))
+        self.history[slot] = [tokens]
+        return slot
+
+    @rule(data=st.data())
+    def decode(self, data: st.DataObject) -> None:
+        live = sorted(self.history)
+        if not live:
+            return
+        rows = data.draw(st.lists(st.sampled_from(live), min_size=1, unique=True))
+        step = [self._tokens(1) for _ in rows]
+        batch = [torch.cat(parts) for parts in zip(*step, strict=True)]
+        fused_recurrent_gated_delta_rule(
+            *batch, state_cache=self.pool, state_indices=torch.tensor(rows)
+        )
+        for slot, tokens in zip(rows, step, strict=True):
+            self.history[slot].append(tokens)
+
+    @rule(slot=consumes(sequences))
+    def evict(self, slot: int) -> None:
+        self.history.pop(slot, None)
+
+    @invariant()
+    def live_slots_hold_the_oracle_state(self) -> None:
+        for slot, parts in self.history.items():
+            whole = [torch.cat(p, dim=1) for p in zip(*parts, strict=True)]
+            _, want = reference_gated_delta_rule(*whole, output_final_state=True)
+            assert want is not None
+            assert rms_rel(self.pool[slot], want[0]) <= 1e-5
+
+
+TestSlotPool = SlotPool.TestCase
+TestSlotPool.settings = settings(max_examples=15, stateful_step_count=12, deadline=None)
+
+
+@pytest.mark.parametrize("fn", [chunk_gated_delta_rule, fused_recurrent_gated_delta_rule])
+def test_float64_inputs_compute_in_float64(fn: object) -> None:
+    x = [torch.randn(1, 5, 1, 4, dtype=torch.float64) for _ in range(2)]
+    v = torch.randn(1, 5, 1, 4, dtype=torch.float64)
+    g, beta = -torch.rand(1, 5, 1, dtype=torch.float64), torch.rand(1, 5, 1, dtype=torch.float64)
+    o, s = fn(*x, v, g, beta, output_final_state=True)  # type: ignore[operator]
+    assert o.dtype == torch.float64
+    assert s is not None
+    assert s.dtype == torch.float64
