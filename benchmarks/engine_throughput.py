@@ -163,6 +163,7 @@ def main() -> None:
     summary = {
         "benchmark": "engine_throughput",
         "machine": f"{platform.machine()} {os.cpu_count()} cpus, torch threads {torch.get_num_threads()}",
+        "load_average_1m_at_end": round(os.getloadavg()[0], 2),  # shared machine: context
         "model": {
             "preset": "tiny",
             "vocab": args.vocab,
