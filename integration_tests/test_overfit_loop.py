@@ -1,0 +1,287 @@
+"""The asynchronous RL loop end to end (issue #11): real namespace sandboxes, the real tiny
+Qwen3.5 policy in real torch engines, the real router, trainer, deck and metrics.
+
+The policy here is random-initialised (a warm start takes minutes), so its episodes end at the
+first turn with the gated reward; that exercises every stage and every metric. The sandbox-kill
+test needs rollouts that reach the tools, so it drives the loop with the scripted expert behind
+load-router's ``Engine`` protocol (the one test double here, documented below).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from arctic_swe.chat import IM_END, encode, save_tokenizer, special_id, train_tokenizer
+from arctic_swe.config import RunConfig, apply_overrides, prepare_run_dir
+from arctic_swe.deck import DeckConfig, DeckTask, load_deck, write_deck
+from arctic_swe.engine import EngineConfig, TorchEngine
+from arctic_swe.harness import TINY_HARNESS, prompt_text
+from arctic_swe.metrics import MetricsLog, UpdateMetrics
+from arctic_swe.model import policy_config, save_policy
+from arctic_swe.orchestrator import Inputs, harness_config, run_overfit
+from arctic_swe.trainer import build_fp32_policy, latest_checkpoint
+from arctic_swe.warmstart import expert_turns
+from arctic_swe.warmstart._corpus import deck_corpus
+from deck_evictor import Deck
+from load_router import Engine, GenerateRequest, GenerateResult
+from swe_sandbox import AsyncSandbox, SandboxPool, TaskSpec
+from torch import nn
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("unshare") is None,
+    reason="the namespace sandbox needs root and unshare",
+)
+
+BASE = [
+    "run.updates=3",
+    "run.seed=0",
+    "deck.pool_size=6",
+    "deck.groups_per_update=2",
+    "deck.rollouts_per_group=2",
+    "deck.replay_every=1",
+    "engine.engines=2",
+    "engine.capacity=8",
+    "engine.max_resident=8",
+    "engine.max_new_tokens=16",
+    "harness.max_tokens=2048",
+    "harness.sandboxes=4",
+    "metrics.live=false",
+    "trainer.micro_batch_rollouts=4",
+]
+
+
+@dataclass(frozen=True)
+class World:
+    inputs: Inputs
+    pool: tuple[DeckTask, ...]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> World:
+    """A six-task deck, its tokenizer, and a random-init tiny policy saved with it."""
+    root = tmp_path_factory.mktemp("world")
+    deck = write_deck(
+        root / "deck", DeckConfig(seed=3, pool_size=6, heldout_size=0, warmstart_size=0)
+    )
+    tokenizer = train_tokenizer(deck_corpus(deck, TINY_HARNESS), 512)
+    model = build_fp32_policy(
+        policy_config(len(tokenizer), pad_token_id=tokenizer.pad_token_id), seed=0
+    )
+    policy = save_policy(model, root / "policy")
+    save_tokenizer(tokenizer, policy)
+    return World(Inputs(root / "deck", policy), load_deck(root / "deck").split("pool"))
+
+
+def _config(*extra: str) -> RunConfig:
+    return apply_overrides(RunConfig(), [*BASE, *extra])
+
+
+def _assert_complete(records: Sequence[UpdateMetrics], steps: int) -> None:
+    assert [r.step for r in records] == list(range(1, steps + 1))
+    for record in records:
+        for name, value in vars(record).items():
+            if isinstance(value, float):
+                assert math.isfinite(value), name
+        assert record.rollouts >= 1
+        assert record.trainable_tokens >= 1
+        assert sum(record.terminations.values()) == record.rollouts
+        assert 0.0 <= record.reward <= 1.0
+        assert record.train_seconds > 0
+
+
+def test_short_run_writes_every_metric_plots_and_checkpoints(world: World, tmp_path: Path) -> None:
+    config = _config()
+    run = prepare_run_dir(tmp_path / "run", config, resume=False)
+    result = run_overfit(config, run, world.inputs)
+    _assert_complete(result.records, 3)
+    assert MetricsLog(run.metrics).read() == list(result.records)
+    assert {p.name for p in result.plots} == {"curves.png", "reward.png"}
+    assert latest_checkpoint(run.checkpoints) == run.checkpoints / "step-3"
+    assert result.summary is not None
+    assert result.summary.updates == 3
+
+
+def test_kill_and_resume_continues_with_identical_deck_state(world: World, tmp_path: Path) -> None:
+    config = _config("run.updates=4")
+    run = prepare_run_dir(tmp_path / "run", config, resume=False)
+
+    class CrashError(Exception):
+        pass
+
+    def crash_after_two(record: UpdateMetrics) -> None:
+        if record.step == 2:
+            raise CrashError
+
+    with pytest.raises(CrashError):
+        run_overfit(config, run, world.inputs, on_update=crash_after_two)
+    checkpoint = latest_checkpoint(run.checkpoints)
+    assert checkpoint == run.checkpoints / "step-2"
+    saved = Deck.load(checkpoint / "deck.state").state_dict()
+
+    seen: list[dict[str, object]] = []
+    original = run_overfit.__globals__["open_components"]
+
+    def spy(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        manager = original(*args, **kwargs)
+
+        class Wrapped:
+            async def __aenter__(self):  # type: ignore[no-untyped-def]
+                parts = await manager.__aenter__()
+                seen.append(parts.deck.state_dict())
+                assert parts.trainer.steps == 2
+                return parts
+
+            async def __aexit__(self, *exc: object) -> None:
+                await manager.__aexit__(*exc)
+
+        return Wrapped()
+
+    run_overfit.__globals__["open_components"] = spy
+    try:
+        result = run_overfit(config, run, world.inputs, resume=True)
+    finally:
+        run_overfit.__globals__["open_components"] = original
+    assert seen == [saved]
+    _assert_complete(result.records, 4)
+    assert latest_checkpoint(run.checkpoints) == run.checkpoints / "step-4"
+
+
+class FailingEngine(TorchEngine):
+    """A real torch engine whose first ``generate`` raises (a crashed inference server)."""
+
+    failures = 0
+
+    async def generate(self, request: GenerateRequest) -> GenerateResult:
+        if FailingEngine.failures == 0:
+            FailingEngine.failures += 1
+            raise RuntimeError("injected engine crash")
+        return await super().generate(request)
+
+
+def test_an_engine_that_raises_has_its_group_re_leased(world: World, tmp_path: Path) -> None:
+    config = _config("run.updates=2")
+    run = prepare_run_dir(tmp_path / "run", config, resume=False)
+
+    def factory(index: int, model: nn.Module, cfg: EngineConfig, version: int) -> Engine:
+        kind = FailingEngine if index == 0 else TorchEngine
+        return kind(model, cfg, version=version)
+
+    FailingEngine.failures = 0
+    result = run_overfit(config, run, world.inputs, engine_factory=factory)
+    assert FailingEngine.failures == 1
+    _assert_complete(result.records, 2)
+    # the router fails every lease on the crashed engine; each of those groups is re-leased
+    # onto the healthy engine and rerun whole, so no rollout is lost
+    assert sum(r.requeued_groups for r in result.records) >= 1
+    assert sum(r.dropped_rollouts for r in result.records) == 0
+    assert all(r.rollouts == 2 * 2 for r in result.records)
+
+
+def test_a_stale_group_beyond_the_cap_is_dropped_and_counted(world: World, tmp_path: Path) -> None:
+    # Cap 0: any group sampled before the latest step is stale. The look-ahead batch is
+    # generated under version 0 while step 1 trains, so it reaches the trainer at version 1.
+    config = _config("run.max_off_policy=0", "run.updates=2")
+    run = prepare_run_dir(tmp_path / "run", config, resume=False)
+    result = run_overfit(config, run, world.inputs)
+    _assert_complete(result.records, 2)
+    assert result.records[0].stale_dropped == 0
+    assert result.records[1].stale_dropped >= 1
+    assert all(r.lag_max == 0 for r in result.records)
+
+
+class ExpertEngine:
+    """load-router ``Engine`` that answers with the scripted expert's turns for the task whose
+    prompt it recognises. A random policy ends every episode at its first (invalid) turn and
+    never touches the sandbox; the expert reaches the tools, which is what a sandbox failure
+    needs. It speaks the same protocol as the torch engine (tokens in, tokens + log-probs out,
+    the policy version)."""
+
+    def __init__(self, engine_id: str, tasks: Sequence[DeckTask], tokenizer: object) -> None:
+        self.engine_id, self.capacity, self.in_flight, self.version = engine_id, 8, 0, 0
+        self.tokenizer = tokenizer
+        self.stop = special_id(tokenizer, IM_END)  # type: ignore[arg-type]
+        harness = harness_config(_config())
+        self.scripts = {
+            tuple(encode(tokenizer, prompt_text(t.spec, harness))): expert_turns(t)  # type: ignore[arg-type]
+            for t in tasks
+        }
+
+    async def generate(self, request: GenerateRequest) -> GenerateResult:
+        await asyncio.sleep(0)
+        for prompt, turns in self.scripts.items():
+            if request.prompt_ids[: len(prompt)] == prompt:
+                # each earlier turn left two <|im_end|>: its stop token and its observation's
+                turn = sum(1 for t in request.prompt_ids[len(prompt) :] if t == self.stop) // 2
+                ids = (*encode(self.tokenizer, turns[turn]), self.stop)  # type: ignore[arg-type]
+                return GenerateResult(
+                    token_ids=ids, logprobs=(-0.5,) * len(ids), policy_version=self.version
+                )
+        raise AssertionError("unknown prompt")
+
+    async def refresh(
+        self, weights_ref: str, version: int, *, invalidate_caches: bool = True
+    ) -> None:
+        self.version = version
+
+
+class KillingPool(SandboxPool):
+    """The real pool; the first ``kills`` sandboxes it hands out are killed (closed: process
+    group killed, namespace torn down) right after the rollout's first tool call starts."""
+
+    def __init__(self, *args: object, kills: int, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.kills = kills
+        self.killed = 0
+
+    async def acquire(self, task: TaskSpec) -> AsyncSandbox:
+        handle = await super().acquire(task)
+        if self.killed < self.kills:
+            self.killed += 1
+            run_tool = handle.execute_bash
+
+            async def killed_during_call(command: str, timeout: float | None = None):  # type: ignore[no-untyped-def]
+                call = asyncio.ensure_future(run_tool("sleep 5", timeout))
+                await asyncio.sleep(0.2)
+                await handle.close()
+                return await call
+
+            handle.execute_bash = killed_during_call  # type: ignore[method-assign]
+        return handle
+
+
+def test_a_sandbox_killed_mid_rollout_drops_that_rollout(world: World, tmp_path: Path) -> None:
+    config = _config("run.updates=2")
+    run = prepare_run_dir(tmp_path / "run", config, resume=False)
+    from arctic_swe.chat import load_tokenizer
+
+    tokenizer = load_tokenizer(world.inputs.policy_dir)
+
+    def factory(index: int, model: nn.Module, cfg: EngineConfig, version: int) -> Engine:
+        return ExpertEngine(cfg.engine_id, world.pool, tokenizer)
+
+    pools: list[KillingPool] = []
+    original = run_overfit.__globals__["open_components"].__wrapped__.__globals__
+
+    def make_pool(backend: object, **kwargs: object) -> KillingPool:
+        pool = KillingPool(backend, kills=1, **kwargs)
+        pools.append(pool)
+        return pool
+
+    saved = original["SandboxPool"]
+    original["SandboxPool"] = make_pool
+    try:
+        result = run_overfit(config, run, world.inputs, engine_factory=factory)
+    finally:
+        original["SandboxPool"] = saved
+    assert pools[0].killed == 1
+    _assert_complete(result.records, 2)
+    assert sum(r.dropped_rollouts for r in result.records) == 1
+    assert sum(r.rollouts for r in result.records) == 2 * 2 * 2 - 1
+    assert max(r.reward for r in result.records) == 1.0  # the surviving expert rollouts solve
