@@ -1,0 +1,113 @@
+"""Tests for ``arctic-swe overfit`` / ``compare`` argument handling and bad input (no model runs:
+every case here must fail or finish before any work starts)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from arctic_swe._cli import main
+from arctic_swe.metrics import MetricsLog, UpdateMetrics
+from arctic_swe.orchestrator import ABLATIONS
+from arctic_swe.orchestrator._cli_impl import resolve_config
+from arctic_swe.orchestrator._commands import ablation_overrides
+
+
+def _parse(*argv: str):  # type: ignore[no-untyped-def]
+    from arctic_swe._cli import build_parser
+
+    return build_parser().parse_args(["overfit", *argv])
+
+
+def test_every_ablation_flag_maps_to_one_config_change() -> None:
+    for flag, (assignment, _) in ABLATIONS.items():
+        args = _parse(flag)
+        assert ablation_overrides(args) == [assignment]
+    config = resolve_config(_parse("--session-hash", "--clip", "--set", "trainer.lr=1e-3"))
+    assert config.engine.routing == "session_hash"
+    assert config.trainer.ratio_control == "ppo_clip"
+    assert config.trainer.lr == 1e-3
+
+
+def test_set_wins_over_flags_and_presets() -> None:
+    config = resolve_config(_parse("--preset", "paper", "--set", "deck.pool_size=40"))
+    assert config.deck.pool_size == 40
+    assert config.deck.groups_per_update == 32
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--set", "trainer.nope=1"], "trainer.nope: unknown key"),
+        (["--set", "run.updates=ten"], "run.updates: must be int"),
+        (["--set", "deck.groups_per_update=99"], "cannot be drawn from 16 tasks"),
+        (["--preset", "galactic"], "unknown preset"),
+        (["--no-gated-reward"], "no ungated mode"),
+        (["--resume"], "nothing to resume"),
+    ],
+)
+def test_bad_input_fails_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    run_dir, deck = tmp_path / "run", tmp_path / "deck"
+    code = main(["overfit", "--run-dir", str(run_dir), "--deck", str(deck), *argv])
+    assert code == 2
+    assert message in " ".join(capsys.readouterr().err.split())
+    assert not deck.exists()  # nothing was built
+    assert not (run_dir / "metrics.jsonl").exists()
+
+
+def test_unwritable_run_dir_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code = main(["overfit", "--run-dir", "/proc/arctic-run", "--deck", str(tmp_path / "d")])
+    assert code == 2
+    assert "run directory" in capsys.readouterr().err
+    assert not (tmp_path / "d").exists()
+
+
+def test_missing_policy_checkpoint_is_a_clear_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    deck = tmp_path / "deck"
+    deck.mkdir()
+    (deck / "deck.json").write_text("{}")  # reused as is: the loader must reject it
+    policy = tmp_path / "policy"
+    policy.mkdir()
+    (policy / "config.json").write_text("{}")
+    code = main(
+        ["overfit", "--run-dir", str(tmp_path / "r"), "--deck", str(deck), "--policy", str(policy)]
+    )
+    assert code == 2
+    assert "error:" in capsys.readouterr().err
+
+
+def _write_run(root: Path, rewards: list[float]) -> None:
+    root.mkdir()
+    log = MetricsLog(root / "metrics.jsonl")
+    for step, reward in enumerate(rewards, 1):
+        fields = dict.fromkeys(UpdateMetrics.__dataclass_fields__, 0)
+        fields.update(
+            step=step, reward=reward, replay_reward=-1.0, terminations={}, per_task_reward={}
+        )
+        log.append(UpdateMetrics(**fields))
+
+
+def test_compare_plots_runs_and_prints_summaries(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _write_run(tmp_path / "full", [0.2, 0.5, 0.8, 0.9, 0.9])
+    _write_run(tmp_path / "broken", [0.2, 0.6, 0.7, 0.3, 0.1])
+    out = tmp_path / "cmp"
+    code = main(["compare", str(tmp_path / "full"), str(tmp_path / "broken"), "--out", str(out)])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "full" in text
+    assert "broken" in text
+    assert "NO" in text  # the collapsed run does not hold
+    assert (out / "compare_reward.png").stat().st_size > 0
+
+
+def test_compare_refuses_a_directory_without_metrics(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["compare", str(tmp_path)]) == 2
+    assert "no metrics.jsonl" in " ".join(capsys.readouterr().err.split())
