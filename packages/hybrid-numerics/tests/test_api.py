@@ -20,11 +20,11 @@ from .conftest import rms_rel
 H, HV, K, V, SLOTS = 1, 2, 8, 4, 4
 
 
-def test_auto_backend_is_torch_on_cpu_and_for_training() -> None:
+def test_auto_backend_is_torch_on_cpu_and_explicit_choices_win() -> None:
     x = torch.zeros(1)
-    assert _choose_backend("auto", "chunk", x) == "torch"
-    assert _choose_backend("triton", "chunk", x) == "triton"
-    assert _choose_backend("torch", "chunk", x) == "torch"
+    assert _choose_backend("auto", x) == "torch"
+    assert _choose_backend("triton", x) == "triton"
+    assert _choose_backend("torch", x) == "torch"
 
 
 def test_gather_and_scatter_skip_negative_slots() -> None:

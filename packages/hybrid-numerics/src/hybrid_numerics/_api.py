@@ -132,7 +132,7 @@ def _run(
         g = gdn_gate(g, A_log, dt_bias)
     scale_value = shapes.K**-0.5 if scale is None else float(scale)
     use_cache = state_cache is not None and state_indices is not None
-    chosen = _choose_backend(backend, mode, q, k, v, g, beta, initial_state)
+    chosen = _choose_backend(backend, q, k, v, g, beta, initial_state)
     if chosen == "triton":
         from hybrid_numerics._triton_api import run_triton  # lazy: keeps triton off the CPU path
 
@@ -178,15 +178,14 @@ def _run(
     return o.to(v.dtype), (final if output_final_state else None)
 
 
-def _choose_backend(
-    backend: Backend, mode: str, *tensors: torch.Tensor | None
-) -> Literal["torch", "triton"]:
+def _choose_backend(backend: Backend, *tensors: torch.Tensor | None) -> Literal["torch", "triton"]:
+    """``auto``: Triton for CUDA tensors when no gradient is needed, the torch path otherwise."""
     if backend != "auto":
         return backend
     present = [t for t in tensors if t is not None]
     if not present[0].is_cuda:
         return "torch"
-    # The Triton chunk kernel is forward-only: training keeps autograd on the torch path.
+    # The Triton kernels are forward-only: training keeps autograd on the torch path.
     needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in present)
     return "torch" if needs_grad else "triton"
 
