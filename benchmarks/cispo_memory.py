@@ -7,7 +7,7 @@ logits, ``log_softmax``, gather, entropy) at several (T, V). The objective is th
 the LM-head weight.
 
 Each (case, path) runs in a fresh subprocess so allocations cannot pollute each other. Peak
-memory is the process's peak resident set (``ru_maxrss``) minus the resident set measured right
+memory is the process's peak resident set (``VmHWM``) minus the resident set measured right
 before the first forward (inputs already built, kernels already warmed up on a tiny problem), so
 it counts every byte the forward+backward allocated at its high-water mark, gradients included.
 Time is the median wall time of ``--repeats`` forward+backward runs after that first one.
@@ -41,6 +41,15 @@ def _rss_bytes() -> int:
         return int(handle.read().split()[1]) * resource.getpagesize()
 
 
+def _peak_rss_bytes() -> int:
+    """This process image's RSS high-water mark (VmHWM).
+
+    Not ``ru_maxrss``: after fork + exec it still remembers the parent's RSS at the fork.
+    """
+    with open("/proc/self/status") as handle:
+        return next(int(line.split()[1]) * 1024 for line in handle if line.startswith("VmHWM:"))
+
+
 def worker(
     path: str, tokens: int, vocab: int, hidden: int, dtype_name: str, repeats: int
 ) -> dict[str, Any]:
@@ -71,7 +80,7 @@ def worker(
     start = time.perf_counter()
     step(*inputs)
     first = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - baseline
+    peak = _peak_rss_bytes() - baseline
     times = []
     for _ in range(repeats):
         start = time.perf_counter()

@@ -185,16 +185,17 @@ _PEAK_SCRIPT = textwrap.dedent(
     step(small, torch.randn(64, hidden, requires_grad=True), torch.randint(0, 64, (8,)))
     before = rss()  # after a tiny warm-up: libraries and kernels already resident
     step(h, w, t)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    # VmHWM, not ru_maxrss: after fork+exec ru_maxrss still remembers the parent's RSS at fork
+    with open("/proc/self/status") as f:
+        peak = next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmHWM:"))
     print(json.dumps({"extra": peak - before}))
     """
 )
 
 
 def _peak_extra(mode: str, tokens: int, hidden: int, vocab: int) -> int:
-    # glibc otherwise keeps freed blocks below its (adaptive, up to 32 MiB) mmap threshold in
-    # per-thread arenas, and which thread frees what varies run to run; mmap-ing every block of
-    # 64 KiB or more makes RSS follow live memory, so the comparison is deterministic.
+    # glibc otherwise keeps freed blocks below its adaptive (up to 32 MiB) mmap threshold in its
+    # arenas; mmap-ing every block of 64 KiB or more makes RSS follow live memory.
     env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"}
     result = subprocess.run(
         [sys.executable, "-c", _PEAK_SCRIPT, mode, str(tokens), str(hidden), str(vocab)],
