@@ -67,7 +67,9 @@ def test_assistant_loss_matches_the_float64_reference() -> None:
 
 
 def test_training_fits_the_assistant_tokens() -> None:
-    model = build_policy(policy_config(VOCAB, SMALL), seed=3)
+    # Stock numerics: this checks the SFT loop, and the patched train-mode path is ~4x slower
+    # on CPU at this size (the loss is the same function of the weights either way).
+    model = build_policy(policy_config(VOCAB, SMALL), seed=3, patch_numerics=False)
     ids = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
     mask = [False] * 6 + [True] * 6
     data = [

@@ -50,7 +50,7 @@ class FunctionSpec:
         expr = self.buggy_expr if buggy and self.buggy_expr is not None else self.expr
         return f"def {self.name}({', '.join(self.params)}):\n    return {expr}\n"
 
-    def test_source(self, module: str, package: str) -> str:
+    def test_source(self) -> str:
         """A pytest function asserting every case (uses only the module's public name)."""
         lines = [f"def test_{self.name}():"]
         for args, expected in self.cases:

@@ -67,7 +67,7 @@ def _module_source(functions: list[FunctionSpec], buggy: bool) -> str:
 def _tests_source(package: str, module: str, functions: list[FunctionSpec]) -> str:
     names = ", ".join(spec.name for spec in functions)
     header = f"from {package}.{module} import {names}\n"
-    return header + "\n\n" + "\n\n".join(s.test_source(module, package) for s in functions)
+    return header + "\n\n" + "\n\n".join(s.test_source() for s in functions)
 
 
 def _unique_names(rng: random.Random, count: int, taken: set[str]) -> list[str]:
