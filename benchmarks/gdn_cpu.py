@@ -7,9 +7,10 @@ Three workloads on Qwen3.5 head dims (K = V = 128) with grouped value heads:
   (trainer step), gradients for q, k, v, g, beta and the initial state;
 * ``decode``: one token for a batch of sequences from an FP32 state (engine step).
 
-Each is timed as the median of ``--repeats`` runs after a warm-up, for ours and for
-``transformers.models.qwen3_5.modeling_qwen3_5.torch_{chunk,recurrent}_gated_delta_rule`` in the
-same process; the figure of merit is the ratio (theirs / ours, > 1 means we are faster). The
+Ours and ``transformers.models.qwen3_5.modeling_qwen3_5.torch_{chunk,recurrent}_gated_delta_rule``
+run alternately (``--repeats`` pairs after a warm-up) in the same process; reported are the
+median times and the median of the per-pair ratios theirs / ours (> 1: we are faster), which
+stays meaningful on a machine whose load changes between runs. The
 accuracy of both is measured against the float64 oracle (``hybrid_numerics.reference``) at a
 smaller T (the oracle is slow): RMS-relative error of output and final state.
 
@@ -49,14 +50,26 @@ def make_inputs(b: int, t: int, h: int, hv: int, d: int, seed: int) -> Tensors:
     return q, k, v, g, beta, h0
 
 
-def median_seconds(fn: Callable[[], object], repeats: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+def seconds(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def paired(
+    ours_fn: Callable[[], object], theirs_fn: Callable[[], object], repeats: int
+) -> dict[str, float]:
+    """Alternate ours / theirs ``repeats`` times after a warm-up of each. On a shared machine the
+    load changes within seconds; the median of per-pair ratios compares runs that saw the same
+    load, which the ratio of two separate medians does not."""
+    ours_fn()
+    theirs_fn()
+    pairs = [(seconds(ours_fn), seconds(theirs_fn)) for _ in range(repeats)]
+    return {
+        "ours_ms": round(statistics.median(a for a, _ in pairs) * 1e3, 3),
+        "transformers_ms": round(statistics.median(b for _, b in pairs) * 1e3, 3),
+        "speedup": round(statistics.median(b / a for a, b in pairs), 3),
+    }
 
 
 def ours(kind: str) -> Callable[..., tuple[torch.Tensor, torch.Tensor | None]]:
@@ -101,15 +114,15 @@ def theirs(kind: str) -> Callable[..., tuple[torch.Tensor, torch.Tensor | None]]
     return run
 
 
-def time_forward(impl: Callable[..., Any], x: Tensors, repeats: int) -> float:
+def forward_step(impl: Callable[..., Any], x: Tensors) -> Callable[[], None]:
     def step() -> None:
         with torch.no_grad():
             impl(*x)
 
-    return median_seconds(step, repeats)
+    return step
 
 
-def time_forward_backward(impl: Callable[..., Any], x: Tensors, repeats: int) -> float:
+def forward_backward_step(impl: Callable[..., Any], x: Tensors) -> Callable[[], None]:
     leaves = [t.clone().requires_grad_() for t in x]
     gen = torch.Generator().manual_seed(7)
     do = torch.randn(x[2].shape, generator=gen)
@@ -119,7 +132,7 @@ def time_forward_backward(impl: Callable[..., Any], x: Tensors, repeats: int) ->
         o, s = impl(*leaves)
         torch.autograd.grad((o * do).sum() + (s * ds).sum(), leaves)
 
-    return median_seconds(step, repeats)
+    return step
 
 
 def rms_rel(a: torch.Tensor, e: torch.Tensor) -> float:
@@ -162,21 +175,16 @@ def main() -> None:
     results: dict[str, Any] = {}
     chunk_inputs = make_inputs(1, args.T, h, hv, d, seed=0)
     decode_inputs = make_inputs(args.decode_batch, 1, h, hv, d, seed=2)
-    workloads: list[tuple[str, str, Tensors, Callable[..., float]]] = [
-        ("forward", "chunk", chunk_inputs, time_forward),
-        ("forward_backward", "chunk", chunk_inputs, time_forward_backward),
-        ("decode", "recurrent", decode_inputs, time_forward),
+    workloads: list[tuple[str, str, Tensors, Callable[..., Callable[[], None]]]] = [
+        ("forward", "chunk", chunk_inputs, forward_step),
+        ("forward_backward", "chunk", chunk_inputs, forward_backward_step),
+        ("decode", "recurrent", decode_inputs, forward_step),
     ]
-    for name, kind, x, timer in workloads:
-        t_ours = timer(ours(kind), x, args.repeats)
-        t_theirs = timer(theirs(kind), x, args.repeats)
-        results[name] = {
-            "ours_ms": round(t_ours * 1e3, 3),
-            "transformers_ms": round(t_theirs * 1e3, 3),
-            "speedup": round(t_theirs / t_ours, 3),
-        }
+    for name, kind, x, make_step in workloads:
+        row = paired(make_step(ours(kind), x), make_step(theirs(kind), x), args.repeats)
+        results[name] = row
         print(
-            f"{name:17s} ours {t_ours * 1e3:9.2f} ms   transformers {t_theirs * 1e3:9.2f} ms   x{t_theirs / t_ours:.2f}"
+            f"{name:17s} ours {row['ours_ms']:9.2f} ms   transformers {row['transformers_ms']:9.2f} ms   x{row['speedup']:.2f}"
         )
     results["accuracy_vs_float64"] = accuracy(args.accuracy_T, h, hv, d)
     summary = {
