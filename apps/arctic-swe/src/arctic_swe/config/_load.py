@@ -160,6 +160,7 @@ def validate(config: RunConfig) -> None:
     _require(run.checkpoint_every >= 1, "run.checkpoint_every", "must be >= 1")
     _require(run.keep_checkpoints >= 1, "run.keep_checkpoints", "must be >= 1")
     _require(run.max_group_retries >= 0, "run.max_group_retries", "must be >= 0")
+    _require(run.lookahead_batches >= 0, "run.lookahead_batches", "must be >= 0")
     _require(deck.pool_size >= 1, "deck.pool_size", "must be >= 1")
     _require(deck.groups_per_update >= 1, "deck.groups_per_update", "must be >= 1")
     _require(

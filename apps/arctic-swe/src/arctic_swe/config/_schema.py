@@ -25,6 +25,7 @@ class RunSection:
     checkpoint_every: int = 1  # updates between atomic checkpoints
     keep_checkpoints: int = 2  # newest checkpoints kept on disk (the rest are pruned)
     max_group_retries: int = 2  # re-leases of a group whose engine failed
+    lookahead_batches: int = 1  # batches generated while one trains (0 = synchronous baseline)
 
 
 @attrs.frozen

@@ -15,6 +15,7 @@ import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from load_router import GenerateRequest, GroupRecord, Lease, LeaseState, RetryableError, Router
 from swe_sandbox import SandboxError, SandboxPool, TaskSpec
@@ -33,10 +34,11 @@ class LeaseSampler:
         self.stop_id = stop_id
 
     async def sample(self, prompt_ids: Sequence[int], max_new_tokens: int) -> SampledTurn:
+        prompt: Any = tuple(prompt_ids)  # attrs' tuple converter confuses mypy's generics
         result = await self.lease.generate(
             GenerateRequest(
                 rollout_index=self.rollout_index,
-                prompt_ids=tuple(prompt_ids),
+                prompt_ids=prompt,
                 max_new_tokens=max_new_tokens,
             )
         )

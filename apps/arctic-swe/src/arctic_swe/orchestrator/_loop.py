@@ -1,6 +1,6 @@
 """The asynchronous RL loop (DESIGN.md §4; seed 000 §3.3 "fully asynchronous").
 
-Two batches are always in flight: while the trainer takes step ``k`` on a worker thread, the
+Two batches are always in flight (``run.lookahead_batches = 1``; 0 is the synchronous baseline): while the trainer takes step ``k`` on a worker thread, the
 engines keep generating the groups of batch ``k+1`` on the event loop (tools and grading run in
 the sandbox pool's threads). The trainer takes the first ``groups_per_update`` groups that
 finish — whichever task they belong to — so slow groups carry over and age; the off-policy cap
@@ -84,7 +84,8 @@ class RLLoop:
         try:
             for task_id in parts.resume_tasks:
                 self._launch(GroupJob(parts.tasks[task_id], parts.config.deck.rollouts_per_group))
-            while self._training_groups_inflight() < 2 * parts.config.deck.groups_per_update:
+            batches = 1 + parts.config.run.lookahead_batches
+            while self._training_groups_inflight() < batches * parts.config.deck.groups_per_update:
                 if not self._launch_batch():
                     break
             while parts.trainer.steps < parts.config.run.updates:
@@ -126,7 +127,8 @@ class RLLoop:
 
     async def _collect(self, wanted: int) -> list[GroupOutcome]:
         """Wait for ``wanted`` fresh, non-empty training groups (probes are recorded aside)."""
-        parts, kept = self.parts, []
+        parts = self.parts
+        kept: list[GroupOutcome] = []
         while len(kept) < wanted:
             if self.queue.empty() and not self.inflight:
                 break

@@ -169,5 +169,6 @@ class Trainer:
             normalizer=normalizer,
             entropy=entropy.float(),
         )
-        output.loss.backward()
+        loss: Any = output.loss  # torch's backward is untyped
+        loss.backward()
         return dict(output.metrics)
