@@ -298,3 +298,18 @@ def test_engine_samples_the_models_full_distribution_chi_square() -> None:
     assert len(expected_cells) >= 6, expected_cells  # the test must have some power
     assert float(probs.max() / probs.min()) > 1.5  # and the target is not uniform
     assert chi2 < critical[len(expected_cells) - 1], (chi2, observed_cells, expected_cells)
+
+
+def test_bf16_compute_policy_runs_with_fp32_state_and_tracks_its_full_forward() -> None:
+    from arctic_swe.model import build_policy, policy_config
+
+    model = build_policy(policy_config(VOCAB), 0, compute_dtype=torch.bfloat16)
+    engine = TorchEngine(model, EngineConfig(capacity=2))
+    assert engine._core.pools.recurrent[0].dtype == torch.float32
+    assert engine._core.pools.keys[3].dtype == torch.bfloat16
+    prompt = [1, 2, 3, 4, 5]
+    turn = run(lambda: engine.generate_detailed(request(prompt, 10)))
+    reference = full_logprobs(model, prompt + list(turn.token_ids), len(prompt))
+    recorded = torch.tensor(turn.logprobs, dtype=torch.float64)
+    assert torch.isfinite(recorded).all()
+    assert float((recorded - reference).abs().max()) < 5e-2  # bf16 rounding, not a wrong position
