@@ -313,3 +313,17 @@ def test_bf16_compute_policy_runs_with_fp32_state_and_tracks_its_full_forward() 
     recorded = torch.tensor(turn.logprobs, dtype=torch.float64)
     assert torch.isfinite(recorded).all()
     assert float((recorded - reference).abs().max()) < 5e-2  # bf16 rounding, not a wrong position
+
+
+def test_engine_can_be_driven_from_successive_event_loops(model: Qwen3_5ForCausalLM) -> None:
+    engine = TorchEngine(model, EngineConfig(capacity=2))
+    drivers = []
+    for _ in range(3):
+        turn = run(lambda: engine.generate_detailed(request([1, 2, 3], 3)))
+        assert len(turn.token_ids) == 3
+        drivers.append(engine._driver)
+    assert len({id(d) for d in drivers}) == 3
+    for driver in drivers:  # each ended by its loop's shutdown, none by an error
+        assert driver is not None
+        assert driver.done()
+        assert driver.cancelled() or driver.exception() is None

@@ -25,7 +25,6 @@ class EngineConfig:
       bounds the attention scratch memory of long prompts).
     * ``prefill_token_budget`` — the most padded tokens (rows x longest chunk) in one prefill
       forward; sequences beyond it wait for the next step.
-    * ``device`` — where the caches live (the model's device).
     """
 
     engine_id: str = "torch-0"
@@ -35,7 +34,6 @@ class EngineConfig:
     max_seq_len: int | None = None
     prefill_chunk: int = 1024
     prefill_token_budget: int = 8192
-    device: str = "cpu"
 
     def __post_init__(self) -> None:
         if not self.engine_id:

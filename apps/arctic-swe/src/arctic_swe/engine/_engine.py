@@ -42,8 +42,8 @@ class TorchEngine:
 
     Implements :class:`load_router.Engine`. ``model`` is used in place (the engine owns its
     weights from now on: a refresh overwrites them); it must be a Qwen3.5 causal LM such as
-    :func:`arctic_swe.model.build_policy` returns. ``version`` is the policy version of the
-    initial weights.
+    :func:`arctic_swe.model.build_policy` returns; the caches live on its device. ``version``
+    is the policy version of the initial weights. Drive it from one event loop at a time.
     """
 
     def __init__(self, model: nn.Module, config: EngineConfig | None = None, *, version: int = 0):
@@ -238,12 +238,14 @@ class TorchEngine:
             raise EngineClosedError(f"engine {self.engine_id} is closed")
 
     def _kick(self) -> None:
-        if self._wake is None:
-            self._wake = asyncio.Event()
-        self._wake.set()
         idle = self._driver is None or self._driver.done()
         if idle and not self._closed and self._failure is None:
+            # A fresh event per driver: an asyncio.Event binds to the loop that first awaits it,
+            # and a caller may drive the engine from a new loop once the old one has ended.
+            self._wake = asyncio.Event()
             self._driver = asyncio.get_running_loop().create_task(self._drive())
+        if self._wake is not None:
+            self._wake.set()
 
     async def _submit(self, action: Callable[[], object]) -> Any:
         self._check_open()
