@@ -159,14 +159,73 @@ def _chunk_batched(
     use_qk_l2norm: bool,
     C: int,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    terms = prepare_chunks(q, k, v, g, beta, shapes, scale, use_qk_l2norm, C)
-    B, H, G, NC, C, V = terms.u.shape
-    K = shapes.K
-    states, fresh = _scan_states(terms, initial_state, shapes)
-    # O = attn (u - w S) + qd S, batched over all chunks once the states are known.
-    o = terms.attn @ fresh + terms.qd @ states[:, :, :, :NC]
-    o = o.reshape(B, H * G, NC * C, V)[:, :, : q.shape[1]].transpose(1, 2)
-    return o, states[:, :, :, NC].reshape(B, H * G, K, V)
+    """The torch chunk path in a chunk-major layout ``[NC, B*H, G, C, D]``.
+
+    Chunk-major because the scan walks the chunk axis: every per-chunk slice is then one
+    contiguous block (no copies when the loop reads it), the stacked states come out contiguous,
+    and the final output products batch over (chunk, head) without re-laying-out the states.
+    """
+    cd = compute_dtype(q)
+    B, T = q.shape[0], q.shape[1]
+    H, G, K, V = shapes.H, shapes.group, shapes.K, shapes.V
+    NC = -(-T // C)
+    q, k, v, g, beta = (x.to(cd) for x in (q, k, v, g, beta))
+    # The scale rides on the l2norm's per-row factor: one pass over q instead of two.
+    q = q * (_inv_norm(q) * scale) if use_qk_l2norm else q * scale
+    k = l2norm(k) if use_qk_l2norm else k
+    qc = _chunk_major(q, NC, C, 1)  # [NC, BH, 1, C, K]
+    kc = _chunk_major(k, NC, C, 1)
+    vc = _chunk_major(v, NC, C, G)  # [NC, BH, G, C, V]
+    gc = _chunk_major(g.unsqueeze(-1), NC, C, G).squeeze(-1)  # [NC, BH, G, C]
+    bc = _chunk_major(beta.unsqueeze(-1), NC, C, G).squeeze(-1)
+    # In-chunk cumulative log decay and its pairwise differences in float64 (see prepare_chunks:
+    # the FP32 cumsum was the largest error term); the heavy products below stay FP32.
+    gamma = gc.double().cumsum(-1)
+    upper = torch.ones(C, C, dtype=torch.bool, device=q.device).triu(1)
+    # The differences are rounded to FP32 only after the float64 subtraction (relative error
+    # 6e-8 of the difference itself, unlike the FP32 cumsum's error of the running sum), and
+    # the exp runs in FP32: several times cheaper than a float64 exp over [.., C, C].
+    decay = (gamma[..., :, None] - gamma[..., None, :]).masked_fill_(upper, float("-inf"))
+    decay = decay.to(cd).exp_()  # [NC, BH, G, C, C], zero above the diagonal
+    exp_gamma = gamma.exp().to(cd)
+    k3 = kc.reshape(NC * B * H, C, K)
+    kt = k3.transpose(1, 2)
+    # solve_triangular(unitriangular=True) reads only the strict lower triangle, so the UT
+    # system needs no tril(): the diagonal of beta*KK^T*D is never referenced.
+    system = torch.bmm(k3, kt).reshape(NC, B * H, 1, C, C) * decay * bc[..., :, None]
+    eye = torch.eye(C, dtype=cd, device=q.device)
+    inverse = torch.linalg.solve_triangular(system, eye, upper=False, unitriangular=True)
+    inverse = inverse * bc[..., None, :]  # (I + A)^-1 diag(beta)
+    u = inverse @ vc  # [NC, BH, G, C, V]
+    # w = inverse diag(exp(gamma)) K: the decay scales the [C, C] inverse's columns (cheaper than
+    # the [C, K] keys), and the G value heads stack as rows over their shared key block.
+    w = torch.bmm((inverse * exp_gamma[..., None, :]).reshape(NC * B * H, G * C, C), k3)
+    w = w.reshape(NC, B * H, G, C, K)
+    gamma_last = gamma[..., -1:]
+    kd = kc * torch.exp(gamma_last - gamma).to(cd)[..., None]  # keys decayed to the chunk end
+    qk = torch.bmm(qc.reshape(NC * B * H, C, K), kt).reshape(NC, B * H, 1, C, C)
+    attn = qk * decay  # decayed causal scores incl. the diagonal
+    qd = qc * exp_gamma[..., None]
+    states, fresh = _scan_states(u, w, kd, gamma_last.exp().to(cd), initial_state, K)
+    # O = attn (u - w S) + qd S, one batched product over every (chunk, head) pair.
+    o = torch.bmm(attn.reshape(-1, C, C), fresh.reshape(-1, C, V))
+    o.baddbmm_(qd.reshape(-1, C, K), states[:NC].reshape(-1, K, V))  # in place: no copy of o
+    o = o.reshape(NC, B, H * G, C, V).permute(1, 0, 3, 2, 4).reshape(B, NC * C, H * G, V)
+    return o[:, :T], states[NC].reshape(B, H * G, K, V)
+
+
+def _inv_norm(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """``rsqrt(sum(x**2) + eps)`` over the last dim (the factor of :func:`l2norm`)."""
+    return torch.rsqrt((x * x).sum(dim=-1, keepdim=True) + eps)
+
+
+def _chunk_major(x: torch.Tensor, NC: int, C: int, G: int) -> torch.Tensor:
+    """``[B, T, heads, D]`` -> ``[NC, B * heads / G, G, C, D]`` (zero-padded at the end)."""
+    B, T, heads, D = x.shape
+    if NC * C != T:
+        x = torch.nn.functional.pad(x, (0, 0, 0, 0, 0, NC * C - T))
+    x = x.reshape(B, NC, C, heads, D).permute(1, 0, 3, 2, 4)
+    return x.reshape(NC, B * heads // G, G, C, D)
 
 
 def _to_chunks(x: torch.Tensor, pad: int, NC: int, C: int) -> torch.Tensor:
@@ -178,31 +237,49 @@ def _to_chunks(x: torch.Tensor, pad: int, NC: int, C: int) -> torch.Tensor:
 
 
 def _scan_states(
-    terms: ChunkTerms, initial_state: torch.Tensor | None, shapes: GDNShapes
+    u: torch.Tensor,
+    w: torch.Tensor,
+    kd: torch.Tensor,
+    chunk_decay: torch.Tensor,
+    initial_state: torch.Tensor | None,
+    K: int,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The only sequential part: per chunk ``fresh = u - w S`` then
-    ``S <- exp(c_C) S + Kd^T fresh``. Returns the ``NC + 1`` states ``[B, H, G, NC + 1, K, V]``
-    (FP32) and the corrections ``fresh: [B, H, G, NC, C, V]``."""
-    B, H, G, NC, C, V = terms.u.shape
-    K = shapes.K
+    ``S <- exp(c_C) S + Kd^T fresh``, on chunk-major ``[NC, N, C, D]`` terms (N = B*HV).
+    Returns the ``NC + 1`` states ``[NC + 1, N, K, V]`` (FP32) and ``fresh: [NC, N, C, V]``."""
+    NC, C, V = u.shape[0], u.shape[-2], u.shape[-1]
+    u, w, kd = u.reshape(NC, -1, C, V), w.reshape(NC, -1, C, K), kd.reshape(NC, -1, C, K)
+    N = u.shape[1]
+    decay = chunk_decay.reshape(NC, N, 1, 1)
     if initial_state is None:
-        state = terms.u.new_zeros(B * H * G, K, V)
+        state = u.new_zeros(N, K, V)
     else:
-        state = initial_state.to(terms.u.dtype).reshape(B * H * G, K, V)
-    u = terms.u.reshape(B * H * G, NC, C, V)
-    w = terms.w.expand(B, H, G, NC, C, K).reshape(B * H * G, NC, C, K)
-    kd_t = terms.kd.expand(B, H, G, NC, C, K).reshape(B * H * G, NC, C, K).transpose(-1, -2)
-    decay = terms.chunk_decay.reshape(B * H * G, NC, 1, 1)
+        state = initial_state.to(u.dtype).reshape(N, K, V)
+    if not (torch.is_grad_enabled() and any(t.requires_grad for t in (u, w, kd, decay, state))):
+        return _scan_inplace(u, w, kd, decay, state)
     states, fresh = [state], []
-    # unbind, not u[:, c]: the backward of NC selects would build NC full-size gradients
+    # unbind, not u[c]: the backward of NC selects would build NC full-size gradients
     # (quadratic in T); unbind's backward stacks them once.
-    per_chunk = zip(u.unbind(1), w.unbind(1), kd_t.unbind(1), decay.unbind(1), strict=True)
-    for u_c, w_c, kd_t_c, decay_c in per_chunk:
+    per_chunk = zip(u.unbind(0), w.unbind(0), kd.unbind(0), decay.unbind(0), strict=True)
+    for u_c, w_c, kd_c, decay_c in per_chunk:
         fresh_c = torch.baddbmm(u_c, w_c, state, alpha=-1.0)
-        state = torch.baddbmm(state * decay_c, kd_t_c, fresh_c)
+        state = torch.baddbmm(state * decay_c, kd_c.transpose(1, 2), fresh_c)
         states.append(state)
         fresh.append(fresh_c)
-    return (
-        torch.stack(states, dim=1).reshape(B, H, G, NC + 1, K, V),
-        torch.stack(fresh, dim=1).reshape(B, H, G, NC, C, V),
-    )
+    return torch.stack(states), torch.stack(fresh)
+
+
+def _scan_inplace(
+    u: torch.Tensor, w: torch.Tensor, kd: torch.Tensor, decay: torch.Tensor, state: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The scan without autograd: states and corrections written straight into preallocated
+    buffers (no per-chunk temporaries, no final stack copy)."""
+    NC, N, V = u.shape[0], u.shape[1], u.shape[-1]
+    states = u.new_empty(NC + 1, N, state.shape[1], V)
+    states[0].copy_(state)
+    fresh = torch.empty_like(u)
+    for c in range(NC):
+        torch.baddbmm(u[c], w[c], states[c], alpha=-1.0, out=fresh[c])
+        torch.mul(states[c], decay[c], out=states[c + 1])
+        states[c + 1].baddbmm_(kd[c].transpose(1, 2), fresh[c])
+    return states, fresh

@@ -58,19 +58,31 @@ def _recurrent_batched(
     if use_qk_l2norm:
         q, k = l2norm(q), l2norm(k)
     q = q * scale
-    # Flatten (batch, q/k head, group) into one batch axis of N = B*H*G state matrices so every
-    # step is two small bmm reads and one baddbmm write: no [K, V]-sized temporaries beyond the
-    # decayed state itself (the memory traffic is what decode costs).
+    # Flatten (batch, q/k head, group) into one batch axis of N = B*H*G state matrices. Decode
+    # is bound by the memory traffic of the [K, V] states, so each step touches them three
+    # times, the fewest plain torch ops allow: one read for both k^T S and q^T S (one bmm with
+    # the two rows stacked), then the decayed copy and the rank-1 write in place on it. The
+    # output needs no read of the new state: with S' = a S + k c^T (c the scaled correction),
+    # q^T S' = a q^T S + (q . k) c.
     N = B * H * G
     q, k = (x[:, :, :, None, :].expand(B, T, H, G, K).reshape(B, T, H * G, K) for x in (q, k))
+    kq = _per_matrix(torch.stack((k, q), dim=3))  # [N, T, 2, K]: rows k_t, q_t per matrix
+    qk = _per_matrix((q * k).sum(-1, keepdim=True))  # [N, T, 1]
+    decay = _per_matrix(g.exp().unsqueeze(-1))
+    beta, v = _per_matrix(beta.unsqueeze(-1)), _per_matrix(v)
     state = q.new_zeros(N, K, V) if initial_state is None else initial_state.to(cd).reshape(N, K, V)
     outputs = []
     for t in range(T):
-        k_t = k[:, t].reshape(N, 1, K)
-        state = state * g[:, t].exp().reshape(N, 1, 1)
-        predicted = torch.bmm(k_t, state)  # k^T S: [N, 1, V]
-        correction = beta[:, t].reshape(N, 1, 1) * (v[:, t].reshape(N, 1, V) - predicted)
-        state = torch.baddbmm(state, k_t.transpose(1, 2), correction)
-        outputs.append(torch.bmm(q[:, t].reshape(N, 1, K), state))
+        a_t = decay[:, t]  # [N, 1]
+        read = torch.bmm(kq[:, t], state)  # [N, 2, V]: k^T S and q^T S
+        correction = beta[:, t] * (v[:, t] - a_t * read[:, 0])
+        outputs.append(a_t * read[:, 1] + qk[:, t] * correction)
+        state = torch.mul(state, a_t[:, :, None])
+        state.baddbmm_(kq[:, t, 0, :, None], correction[:, None, :])
     o = torch.stack(outputs, dim=1).reshape(B, H * G, T, V).transpose(1, 2)
     return o, state.reshape(B, H * G, K, V)
+
+
+def _per_matrix(x: torch.Tensor) -> torch.Tensor:
+    """``[B, T, HV, ...]`` -> ``[B * HV, T, ...]`` (one row per state matrix)."""
+    return x.transpose(1, 2).reshape(x.shape[0] * x.shape[2], x.shape[1], *x.shape[3:])
