@@ -172,7 +172,7 @@ def _chunk_batched(
     q, k, v, g, beta = (x.to(cd) for x in (q, k, v, g, beta))
     # The scale rides on the l2norm's per-row factor: one pass over q instead of two.
     q = q * (_inv_norm(q) * scale) if use_qk_l2norm else q * scale
-    k = l2norm(k) if use_qk_l2norm else k
+    k = k * _inv_norm(k) if use_qk_l2norm else k
     qc = _chunk_major(q, NC, C, 1)  # [NC, BH, 1, C, K]
     kc = _chunk_major(k, NC, C, 1)
     vc = _chunk_major(v, NC, C, G)  # [NC, BH, G, C, V]
@@ -216,7 +216,8 @@ def _chunk_batched(
 
 def _inv_norm(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     """``rsqrt(sum(x**2) + eps)`` over the last dim (the factor of :func:`l2norm`)."""
-    return torch.rsqrt((x * x).sum(dim=-1, keepdim=True) + eps)
+    # vector_norm reads x once (no [.., D] temporary of squares, unlike (x * x).sum()).
+    return torch.rsqrt(torch.linalg.vector_norm(x, dim=-1, keepdim=True).square() + eps)
 
 
 def _chunk_major(x: torch.Tensor, NC: int, C: int, G: int) -> torch.Tensor:
