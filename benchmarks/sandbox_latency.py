@@ -5,6 +5,8 @@ Per backend: create+prepare latency, ``execute_bash("true")`` round trip, grade 
 loop — each against the raw floor measured in the same run on the same sandboxes: a raw
 ``docker exec`` of ``true`` (Docker SDK, no wrapper) for the Docker backend, a raw ``nsenter``
 of ``true`` into the same namespaces for the namespace backend. Ratios are ours / floor.
+For context the namespace/Docker result also holds ``raw_bash_exec_true``: the same raw path
+running ``bash -c true`` (what ``execute_bash`` must start), not part of any ratio.
 
 Prints one JSON object as the last stdout line.
 
@@ -89,13 +91,14 @@ def interleaved(
     return one, two
 
 
-def raw_exec(sandbox: Sandbox) -> Callable[[], object]:
+def raw_exec(sandbox: Sandbox, program: tuple[str, ...] = ("/bin/true",)) -> Callable[[], object]:
     """The floor: the same command with nothing of ours around it."""
     session = sandbox._live()
     if isinstance(session, DockerSession):
         container = session._container
         assert container is not None
-        return lambda: container.exec_run(["true"])
+        command = ["true"] if program == ("/bin/true",) else list(program)
+        return lambda: container.exec_run(command)
     assert isinstance(session, NamespaceSession)
     argv = [
         "nsenter",
@@ -109,7 +112,7 @@ def raw_exec(sandbox: Sandbox) -> Callable[[], object]:
         "-r",
         "-w",
         "--",
-        "/bin/true",
+        *program,
     ]
     return lambda: subprocess.run(argv, check=True)
 
@@ -156,6 +159,13 @@ def bench_backend(backend: Backend, task: TaskSpec, size: dict[str, int]) -> dic
         ours, floor = interleaved(
             lambda: sandbox.execute_bash("true"), raw_exec(sandbox), size["execs"]
         )
+        # Context, not the target: what `bash -c true` alone costs through the same raw path
+        # (execute_bash must start a bash; the floor above starts only /bin/true).
+        _, bash_floor = interleaved(
+            lambda: sandbox.execute_bash("true"),
+            raw_exec(sandbox, ("/bin/bash", "-c", "true")),
+            size["execs"] // 2,
+        )
         sandbox.apply_patch(task.gold_patch)
         grades = []
         for _ in range(size["grades"]):
@@ -168,6 +178,7 @@ def bench_backend(backend: Backend, task: TaskSpec, size: dict[str, int]) -> dic
         "exec_true": exec_stats,
         "raw_exec_true": floor_stats,
         "exec_ratio_vs_raw_median": exec_stats["median_ms"] / floor_stats["median_ms"],
+        "raw_bash_exec_true": stats(bash_floor),
         "grade": stats(grades),
         "throughput": throughput(backend, task, size["concurrent"], size["calls"]),
     }

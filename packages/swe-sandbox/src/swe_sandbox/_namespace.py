@@ -8,12 +8,14 @@ namespaces, chrooted into a read-only bind of the base rootfs, with
 * ``/tmp``, ``/dev/shm`` — size-capped tmpfs; ``/dev`` holds only null/zero/full/(u)random,
 * ``/proc`` of the sandbox's own PID namespace; no ``/sys``; only ``lo`` in its network.
 
-Commands enter those namespaces with ``nsenter`` and drop to the agent uid/gid (no
-supplementary groups, hence no capabilities); every mount is ``nosuid``, so no setuid binary or
-file capability can raise them again. A per-sandbox cgroup caps pids, memory and CPU. The init is a
-``bash`` loop reading a pipe whose only writer is the owner process (bash also reaps adopted
-zombies): when the owner exits — even by SIGKILL — the pipe closes, init exits, and the kernel
-kills every process in the PID namespace.
+The init is a small command server (``_nsexec``): it already sits in every namespace, the
+chroot and the cgroup, so each command is one ``fork`` + ``exec bash -c`` by the init, which
+drops the agent's commands to uid/gid 1000 with no supplementary groups (hence no
+capabilities); every mount is ``nosuid``, so no setuid binary or file capability can raise them
+again. A per-sandbox cgroup caps pids, memory and CPU. The init's stdin is a pipe whose only
+writer is the owner process, and its control socket's other end is the owner's too (the init
+also reaps adopted zombies): when the owner exits — even by SIGKILL — they close, init exits,
+and the kernel kills every process in the PID namespace.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import contextlib
 import os
 import shlex
 import shutil
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -30,8 +33,8 @@ from swe_sandbox import _cgroups
 from swe_sandbox._backend import BASE_ENV, User
 from swe_sandbox._errors import BackendUnavailableError, SandboxClosedError, SandboxError
 from swe_sandbox._limits import Limits
+from swe_sandbox._nsexec import MAX_REQUEST_BYTES, SERVER_SOURCE, control_pair, run_via_init
 from swe_sandbox._prepare import AGENT_UID
-from swe_sandbox._process import run_bounded
 from swe_sandbox._results import ExecResult
 from swe_sandbox._rootfs import BaseImageSpec, build_rootfs
 
@@ -61,7 +64,7 @@ def owner_alive(token: str) -> bool:
 
 _SETUP = r"""
 set -eu
-R="$1"; ROOTFS="$2"; BOX="$3"; TMP_BYTES="$4"
+R="$1"; ROOTFS="$2"; BOX="$3"; TMP_BYTES="$4"; CTL_FD="$5"; AGENT="$6"; BUF="$7"; SERVER="$8"
 read -r HOSTPID _ < /proc/self/stat
 mount --bind "$ROOTFS" "$R"
 mount -o remount,bind,ro,nosuid,nodev "$R"
@@ -81,8 +84,8 @@ ln -s /proc/self/fd/2 "$R/dev/stderr"
 ip link set lo up
 mount -o remount,bind,ro,nosuid,nodev,noexec "$R/dev" 2>/dev/null || true
 cd "$R"
-# "ready" only once chrooted: an nsenter -r/-w before that would get the host's root and cwd.
-exec chroot . /bin/bash -c 'cd /work && echo "ready $0" && while read -r _; do :; done' "$HOSTPID"
+# The command server says "ready" only once chrooted and in /work.
+exec chroot . /usr/bin/python3 -I -S -c "$SERVER" "$CTL_FD" "$HOSTPID" "$AGENT" "$BUF"
 """
 
 
@@ -96,6 +99,7 @@ class NamespaceSession:
         init: subprocess.Popen[bytes],
         init_pid: int,
         keepalive_fd: int,
+        control: socket.socket,
         cgroups: list[Path],
     ) -> None:
         self._id = sandbox_id
@@ -103,25 +107,12 @@ class NamespaceSession:
         self._init = init
         self._init_pid = init_pid
         self._keepalive_fd: int | None = keepalive_fd
+        self._control = control
         self._cgroups = cgroups
 
     @property
     def sandbox_id(self) -> str:
         return self._id
-
-    def _argv(self, user: User) -> list[str]:
-        """sh joins the cgroups, nsenter enters the namespaces (and, for the agent, drops to
-        uid/gid 1000 with no supplementary groups and therefore no capabilities), bash runs.
-
-        No setuid escalation is possible afterwards: every mount the sandbox sees is ``nosuid``
-        (which also disables file capabilities). Kept to three execs: the tool's latency is
-        dominated by process start-up.
-        """
-        joins = " ".join(shlex.quote(str(c / "cgroup.procs")) for c in self._cgroups)
-        join = f'for f in {joins}; do echo $$ > "$f"; done; exec "$@"'
-        drop = ["-S", str(AGENT_UID), "-G", str(AGENT_UID)] if user == "agent" else []
-        target = ["-t", str(self._init_pid), "-m", "-p", "-n", "-i", "-u", "-r", "-w"]
-        return ["/bin/sh", "-c", join, "sh", "nsenter", *target, *drop, "--", "/bin/bash", "-c"]
 
     def exec(
         self,
@@ -135,15 +126,18 @@ class NamespaceSession:
     ) -> ExecResult:
         if self._keepalive_fd is None or self._init.poll() is not None:
             raise SandboxClosedError(f"sandbox {self._id} is closed")
-        # On timeout: the process group dies first, then whatever escaped it (setsid, forks
-        # racing the kill) — every agent process in the sandbox's cgroup but the init.
-        return run_bounded(
-            [*self._argv(user), command],
+        # One fork + exec by the init (``_nsexec``). On timeout: the process group dies first,
+        # then whatever escaped it (setsid, forks racing the kill) — every process in the
+        # sandbox's cgroup but the init.
+        return run_via_init(
+            self._control,
+            command,
+            user=user,
             env={**BASE_ENV, **(env or {})},  # replaces the host environment entirely
             timeout=timeout,
             output_limit=output_limit,
             stdin=stdin,
-            on_timeout=lambda _pgid: self.kill_agent_processes(),
+            on_timeout=self.kill_agent_processes,
         )
 
     def kill_agent_processes(self) -> None:
@@ -155,6 +149,7 @@ class NamespaceSession:
             with contextlib.suppress(OSError):
                 os.close(self._keepalive_fd)
             self._keepalive_fd = None
+        self._control.close()
         with contextlib.suppress(ProcessLookupError):
             self._init.kill()
         self._init.wait()
@@ -182,7 +177,7 @@ class NamespaceBackend:
     def check(self) -> None:
         if os.geteuid() != 0:
             raise BackendUnavailableError("the namespace backend needs root (mount namespaces)")
-        for tool in ("unshare", "nsenter", "mount", "ip"):
+        for tool in ("unshare", "mount", "ip"):
             if shutil.which(tool) is None:
                 raise BackendUnavailableError(f"the namespace backend needs {tool!r} on PATH")
 
@@ -220,6 +215,7 @@ class NamespaceBackend:
         cgroups = _cgroups.create(sandbox_id, limits)
         joins = " ".join(shlex.quote(str(c / "cgroup.procs")) for c in cgroups)
         read_end, keepalive = os.pipe()
+        control, init_end = control_pair()
         try:
             init = subprocess.Popen(
                 [
@@ -246,23 +242,33 @@ class NamespaceBackend:
                     str(self.rootfs),
                     str(box),
                     str(limits.tmp_bytes),
+                    str(init_end.fileno()),
+                    str(AGENT_UID),
+                    str(MAX_REQUEST_BYTES),
+                    SERVER_SOURCE,
                 ],
                 stdin=read_end,
+                pass_fds=(init_end.fileno(),),
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
             )
+        except BaseException:
+            control.close()
+            raise
         finally:
             os.close(read_end)
+            init_end.close()
         assert init.stdout is not None
         line = init.stdout.readline().decode().split()
         if len(line) != 2 or line[0] != "ready":
             os.close(keepalive)
+            control.close()
             init.wait(timeout=10)
             error = init.stderr.read().decode() if init.stderr else ""
             raise SandboxError(f"namespace sandbox {sandbox_id} failed to start: {error.strip()}")
         (box / "init.pid").write_text(line[1])
-        return NamespaceSession(sandbox_id, box, init, int(line[1]), keepalive, cgroups)
+        return NamespaceSession(sandbox_id, box, init, int(line[1]), keepalive, control, cgroups)
 
     def reap_orphans(self) -> int:
         """Tear down sandboxes whose owner process is gone (crash, SIGKILL)."""
