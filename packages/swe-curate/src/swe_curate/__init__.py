@@ -7,6 +7,7 @@ by bug injection (``inject``). Tasks are ``swe_sandbox.TaskSpec``; the scorer is
 grader, exactly as training uses it.
 """
 
+from swe_curate._audit import STAGE as AUDIT_STAGE
 from swe_curate._audit import AuditConfig, audit_task, binding_assertions
 from swe_curate._chat import ChatClient, ChatConfig, ChatReply, TokenUsage, ToolCall
 from swe_curate._correct import CORRECT_MUTATORS, correct_counterfactuals
@@ -45,6 +46,7 @@ from swe_curate._version import __version__
 from swe_curate._wrong import WRONG_MUTATORS, wrong_counterfactuals
 
 __all__ = [
+    "AUDIT_STAGE",
     "CORRECT_MUTATORS",
     "WRONG_MUTATORS",
     "AuditConfig",

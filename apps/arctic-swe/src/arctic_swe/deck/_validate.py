@@ -14,9 +14,7 @@ from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from swe_curate._audit import STAGE, AuditConfig, audit_task
-from swe_curate._records import RecordStore, TaskRecord
-from swe_curate._scorer import SandboxScorer
+from swe_curate import AUDIT_STAGE, AuditConfig, RecordStore, SandboxScorer, TaskRecord, audit_task
 from swe_sandbox import Backend, Limits
 
 from arctic_swe.deck._deck import Deck, DeckTask, load_deck, mark_dropped
@@ -61,7 +59,7 @@ def validate_deck(
         raise DeckConfigError(f"workers must be a positive int, got {workers!r}")
     config = AuditConfig(reruns=reruns, binding=False)
     store = RecordStore(deck.root / AUDIT_FILE)
-    done = store.latest(STAGE)
+    done = store.latest(AUDIT_STAGE)
     splits = tuple(splits)
     wanted = {
         task.instance_id
