@@ -133,8 +133,13 @@ async def run_group(
 
 
 def _is_lost(error: BaseException) -> bool:
-    """Errors that lose one rollout (or, retryable, the group) but not the run."""
-    return isinstance(error, (SandboxError, RetryableError))
+    """Errors that lose one rollout (or, retryable, the group) but not the run.
+
+    ``OSError`` covers tool calls the harness does not turn into observations yet (the sandbox
+    raises ``FileNotFoundError`` for an edit of a missing file): the policy chose that call, so
+    the rollout is dropped and counted rather than the whole run stopped.
+    """
+    return isinstance(error, (SandboxError, RetryableError, OSError))
 
 
 async def _rollout(
