@@ -55,6 +55,7 @@ def worker(
 ) -> dict[str, Any]:
     """Run inside the subprocess: one path, one case; return peak extra bytes and times."""
     import torch
+
     from cispo_loss import token_logprobs
     from cispo_loss.reference import reference_token_logprobs
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from deck_evictor import Deck, EvictionRules, ReplayPolicy
 
 ROLLOUTS_PER_GROUP = 8

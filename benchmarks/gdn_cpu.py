@@ -29,12 +29,13 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch.nn import functional
+
 from hybrid_numerics import (
     chunk_gated_delta_rule,
     fused_recurrent_gated_delta_rule,
     reference_gated_delta_rule,
 )
-from torch.nn import functional
 
 Tensors = tuple[torch.Tensor, ...]
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+
 from arctic_swe.chat import save_tokenizer, train_tokenizer
 from arctic_swe.config import RunConfig, apply_overrides, prepare_run_dir
 from arctic_swe.deck import DeckConfig, write_deck

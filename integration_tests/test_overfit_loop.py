@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from torch import nn
+
 from arctic_swe.chat import IM_END, encode, save_tokenizer, special_id, train_tokenizer
 from arctic_swe.config import RunConfig, apply_overrides, prepare_run_dir
 from arctic_swe.deck import DeckConfig, DeckTask, load_deck, write_deck
@@ -32,7 +34,6 @@ from arctic_swe.warmstart._corpus import deck_corpus
 from deck_evictor import Deck
 from load_router import Engine, GenerateRequest, GenerateResult
 from swe_sandbox import AsyncSandbox, SandboxPool, TaskSpec
-from torch import nn
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("unshare") is None,

@@ -4,6 +4,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+
 from arctic_swe._cli import COMPONENTS, component_versions, main
 from arctic_swe.deck import load_deck
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
 from cispo_loss import (
     InputError,
     LengthPenalty,
@@ -13,8 +16,6 @@ from cispo_loss import (
     shape_rewards,
 )
 from cispo_loss.reference import reference_group_advantages
-from hypothesis import given
-from hypothesis import strategies as st
 
 rewards_and_groups = st.integers(1, 24).flatmap(
     lambda n: st.tuples(

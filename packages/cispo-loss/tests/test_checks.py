@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+
 from cispo_loss import InputError
 from cispo_loss._checks import as_bool_mask, check_cu_seqlens, require_finite
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+
 from cispo_loss import ConfigError, LengthPenalty, LossConfig, RewardShaping
 
 

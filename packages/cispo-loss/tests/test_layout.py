@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+
 from cispo_loss._layout import per_rollout_sum, resolve_layout
 
 

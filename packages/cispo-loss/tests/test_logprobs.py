@@ -10,10 +10,11 @@ import textwrap
 
 import pytest
 import torch
-from cispo_loss import InputError, token_logprobs
-from cispo_loss.reference import reference_token_logprobs
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from cispo_loss import InputError, token_logprobs
+from cispo_loss.reference import reference_token_logprobs
 
 F64 = torch.float64
 

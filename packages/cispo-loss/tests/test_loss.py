@@ -6,10 +6,11 @@ import math
 
 import pytest
 import torch
-from cispo_loss import InputError, LossConfig, cispo_loss, default_normalizer
-from cispo_loss.reference import reference_cispo_loss
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from cispo_loss import InputError, LossConfig, cispo_loss, default_normalizer
+from cispo_loss.reference import reference_cispo_loss
 
 F64 = torch.float64
 

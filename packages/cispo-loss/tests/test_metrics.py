@@ -6,11 +6,12 @@ import math
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
 from cispo_loss import LossConfig, cispo_loss
 from cispo_loss._metrics import quantile_key, quantiles, summary, to_floats
 from cispo_loss.reference import reference_mismatch_kl
-from hypothesis import given
-from hypothesis import strategies as st
 
 F64 = torch.float64
 

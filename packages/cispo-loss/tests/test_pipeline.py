@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+
 from cispo_loss import LossConfig, cispo_loss, default_normalizer, group_advantages, token_logprobs
 from cispo_loss.reference import reference_cispo_loss, reference_token_logprobs
 

@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+
 from cispo_loss import LossConfig
 from cispo_loss.reference import (
     reference_cispo_loss,

@@ -5,6 +5,9 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from deck_evictor import (
     CurriculumFilter,
     Deck,
@@ -13,8 +16,6 @@ from deck_evictor import (
     RetireReason,
     split_by_solve_rate,
 )
-from hypothesis import given
-from hypothesis import strategies as st
 
 rows = st.lists(
     st.tuples(st.integers(0, 30), st.integers(0, 30)).map(lambda p: (min(p), max(p))),

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+
 from deck_evictor import (
     Deck,
     DuplicateTaskError,

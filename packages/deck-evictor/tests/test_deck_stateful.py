@@ -9,10 +9,11 @@ mid-sequence) changes nothing the machine can observe.
 
 from __future__ import annotations
 
-from deck_evictor import Deck, EvictionRules, ReplayPolicy, RetireReason
-from deck_evictor._persist import decode, encode
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from deck_evictor import Deck, EvictionRules, ReplayPolicy, RetireReason
+from deck_evictor._persist import decode, encode
 
 TASKS = [f"t{i}" for i in range(9)]
 

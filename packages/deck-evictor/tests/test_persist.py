@@ -13,6 +13,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+
 from deck_evictor import CorruptStateError, Deck, EvictionRules, ForeignStateError, ReplayPolicy
 from deck_evictor._persist import encode, write_state
 

@@ -6,6 +6,9 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from deck_evictor import (
     EstimationError,
     InvalidResultError,
@@ -14,8 +17,6 @@ from deck_evictor import (
     log_likelihood,
     simulate_histories,
 )
-from hypothesis import given
-from hypothesis import strategies as st
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+
 from deck_evictor import Deck, NotRetiredError, ReplayPolicy, RetireReason
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 
-from deck_evictor._sampler import PassSampler
 from hypothesis import given
 from hypothesis import strategies as st
+
+from deck_evictor._sampler import PassSampler
 
 
 @given(n=st.integers(1, 40), k=st.integers(1, 12), draws=st.integers(1, 30), seed=st.integers(0, 9))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import attrs
 import pytest
+
 from deck_evictor import RetireReason
 from deck_evictor._tasks import COUNTERS, TaskRecord, from_columns, to_columns
 

@@ -8,6 +8,7 @@ import sys
 
 import attrs
 import pytest
+
 from load_router import SimConfig
 from load_router._cli import OPTION_HELP, main
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from load_router import ConfigError, Engine, GenerateRequest, GenerateResult
 
 

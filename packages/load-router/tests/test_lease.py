@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 import pytest
+
 from load_router import (
     ConfigError,
     EngineFailedError,

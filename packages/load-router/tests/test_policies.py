@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
+
 from load_router import LeastLoaded, RoundRobin, SessionHash, stable_hash
 
 ops = st.lists(

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+
 from load_router import (
     DuplicateEngineError,
     EngineFailedError,

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
 from load_router import (
     EngineState,
     GenerateRequest,

@@ -6,6 +6,7 @@ import math
 
 import attrs
 import pytest
+
 from load_router import SimConfig
 from load_router._sim_parts import SimEngine, SimRollout
 

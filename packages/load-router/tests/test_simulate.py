@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import attrs
 import pytest
+
 from load_router import ConfigError, SimConfig, simulate
 from load_router._cli import run_comparison, wins
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from load_router import ConfigError, GroupRecord, PolicyClock, TokenVersions
 
 

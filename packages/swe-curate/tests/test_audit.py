@@ -6,6 +6,7 @@ from pathlib import Path
 
 import attrs
 from curate_tasks import make_task
+
 from swe_curate._audit import AuditConfig, audit_task
 from swe_curate._scorer import SandboxScorer
 from swe_curate._verdicts import Verdict

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from curate_openai_server import Delay, Raw, reply_text, reply_tool_calls, serve
+
 from swe_curate._chat import ChatClient, ChatConfig, parse_completion
 from swe_curate._errors import JudgeError, JudgeGarbageError, JudgeTimeoutError
 

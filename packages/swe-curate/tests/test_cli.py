@@ -12,6 +12,7 @@ import attrs
 import pytest
 from curate_openai_server import Raw, serve
 from curate_tasks import make_task
+
 from swe_curate._cli import main
 from swe_curate._importers import task_to_row
 from swe_curate._records import RecordStore

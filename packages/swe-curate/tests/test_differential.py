@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from swe_curate._diff import make_patch
 from swe_curate._differential import ProbeResult, _perturb, candidate_cases, module_name
 from swe_curate._source import PatchedTree

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from swe_curate._importers import (
     RowFormat,
     detect_format,

@@ -7,6 +7,7 @@ from typing import Any
 
 from curate_openai_server import Delay, Raw, reply_text, reply_tool_calls, serve
 from curate_tasks import make_task
+
 from swe_curate._chat import ChatClient, ChatConfig
 from swe_curate._diff import make_patch
 from swe_curate._judge import OfflineJudge

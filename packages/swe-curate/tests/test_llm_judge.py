@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from curate_openai_server import Delay, reply_text, reply_tool_calls, serve
+
 from swe_curate._chat import ChatClient, ChatConfig
 from swe_curate._counterfactual import Kind
 from swe_curate._diff import make_patch

@@ -9,6 +9,7 @@ from typing import Any
 from curate_programs import program_pairs
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from swe_curate._correct import correct_counterfactuals
 from swe_curate._counterfactual import Kind
 from swe_curate._diff import apply_patch, make_patch

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from swe_curate._diff import apply_patch, make_patch
 from swe_curate._errors import ScorerError
 from swe_curate._probe import (

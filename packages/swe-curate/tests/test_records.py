@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
 from swe_curate._errors import CurateError
 from swe_curate._records import RecordStore, TaskRecord, summarize
 from swe_curate._verdicts import Verdict

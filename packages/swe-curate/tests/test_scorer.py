@@ -7,6 +7,7 @@ from pathlib import Path
 import attrs
 import pytest
 from curate_tasks import make_task
+
 from swe_curate._errors import PatchApplyError
 from swe_curate._scorer import SandboxScorer, TaskTree
 

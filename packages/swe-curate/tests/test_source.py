@@ -7,6 +7,7 @@ import ast
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from swe_curate._diff import make_patch
 from swe_curate._errors import PatchApplyError
 from swe_curate._source import (

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from curate_tasks import make_task
+
 from swe_curate._differential import ProbeCase, ProbeResult
 from swe_curate._importers import task_from_native_row
 from swe_curate._judge import OfflineJudge

@@ -30,6 +30,7 @@ def bash(command: str) -> ToolCall:
 # -- hypothesis strategies shared by the property tests
 
 from hypothesis import strategies as st  # noqa: E402
+
 from swe_formatcheck._lexer import THINK_MARKERS, XML_CALL_MARKERS  # noqa: E402
 
 TOOL_NAMES = st.from_regex(r"[A-Za-z0-9_-]{1,16}", fullmatch=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from formatcheck_turns import LS, THINK, bash, check, xml_call
+
 from swe_formatcheck import Code, ToolCall, ToolSpec, check_turn
 
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from formatcheck_turns import ALL_MARKUP, ANY_TEXT, FRAGMENTS, TOOL_NAMES, without
 from hypothesis import given
 from hypothesis import strategies as st
+
 from swe_formatcheck import Code, ToolCall, ToolSpec, TurnVerdict, check_turn, render_turn
 
 UNKNOWN = "Q" * 17  # longer than any generated name, so never declared

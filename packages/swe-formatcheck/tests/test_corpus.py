@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from swe_formatcheck import (
     MALFORMED_CORPUS,
     TOOLSETS,

@@ -6,6 +6,7 @@ import pytest
 from formatcheck_turns import LS, THINK, bash, check
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
 from swe_formatcheck import (
     EpisodeGate,
     GateClosedError,

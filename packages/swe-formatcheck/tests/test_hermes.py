@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from formatcheck_turns import THINK, bash, check
+
 from swe_formatcheck import Code
 
 

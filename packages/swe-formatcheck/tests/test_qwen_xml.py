@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 from formatcheck_turns import LS, THINK, bash, check, xml_call
+
 from swe_formatcheck import Code, ToolCall
 
 HTML = '<ul>\n  <li class="a">1 &lt; 2</li>\n  <br/>\n</ul>\n'

@@ -15,6 +15,7 @@ from formatcheck_turns import (
 )
 from hypothesis import given
 from hypothesis import strategies as st
+
 from swe_formatcheck import RenderError, ToolCall, ToolSpec, check_turn, render_turn
 from swe_formatcheck._lexer import HERMES_CALL_MARKERS, THINK_MARKERS, XML_CALL_MARKERS
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from swe_formatcheck import TOOLSETS, ToolCall, ToolSpec, ToolSpecError
 from swe_formatcheck._tools import resolve_tools
 

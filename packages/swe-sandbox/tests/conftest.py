@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from sandbox_testkit.realproject import make_six_task
 from sandbox_testkit.toyrepo import make_toy_task
+
 from swe_sandbox import (
     Backend,
     DockerBackend,

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from swe_sandbox import NamespaceBackend, TaskSpec
 from swe_sandbox._cli import main, task_from_json, task_to_json
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from swe_sandbox import DockerBackend, Sandbox, TaskSpec, build_task_image, task_image_tag
 from swe_sandbox._cli import main, task_to_json
 from swe_sandbox._docker_backend import has_task_repo

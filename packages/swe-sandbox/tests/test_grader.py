@@ -6,6 +6,7 @@ import json
 
 from hypothesis import given
 from hypothesis import strategies as st
+
 from swe_sandbox import TestOutcome
 from swe_sandbox._grader import PLUGIN_SOURCE, parse_report
 

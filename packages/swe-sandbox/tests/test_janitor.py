@@ -12,6 +12,7 @@ import sys
 import time
 
 from sandbox_testkit.leaks import leftovers, processes_with
+
 from swe_sandbox import Backend, DockerBackend, TaskSpec
 
 OWNER = """

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from sandbox_testkit.leaks import leftovers, processes_with
+
 from swe_sandbox import Backend, Limits, PathEscapeError, Sandbox, TaskSpec
 
 SMALL = Limits(

@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from swe_sandbox import Limits, NamespaceBackend, SandboxClosedError
 from swe_sandbox._namespace import NamespaceSession
 from swe_sandbox._nsexec import _Status

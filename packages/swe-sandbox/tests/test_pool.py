@@ -7,6 +7,7 @@ import time
 
 import pytest
 from sandbox_testkit.leaks import live_sandbox_ids
+
 from swe_sandbox import Backend, LatencyStats, NamespaceBackend, SandboxPool, TaskSpec
 
 

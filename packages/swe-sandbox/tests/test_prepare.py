@@ -11,6 +11,7 @@ import attrs
 import pytest
 from sandbox_testkit.leaks import live_sandbox_ids
 from sandbox_testkit.toyrepo import GOLD_TOKEN, TEST_TOKEN
+
 from swe_sandbox import (
     Backend,
     BaseCommitNotFoundError,

@@ -6,6 +6,7 @@ Tasks: the generated toy repository and `six` 1.17.0 from PyPI with its own test
 from __future__ import annotations
 
 import pytest
+
 from swe_sandbox import Backend, Sandbox, TaskSpec, TestOutcome
 
 

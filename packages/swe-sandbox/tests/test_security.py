@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 from sandbox_testkit.toyrepo import GOLD_TOKEN, TEST_TOKEN
+
 from swe_sandbox import Backend, Sandbox, TaskSpec
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from swe_sandbox import PathEscapeError, StrReplaceError
 from swe_sandbox._tools import confine, line_of, match_offsets, snippet, str_replace
 

@@ -64,12 +64,12 @@ def _progress(console: Console) -> Progress:
 def deck_build(args: argparse.Namespace, console: Console) -> int:
     """Generate the deck, train the tokenizer on it, validate with Pipeline 1."""
     from rich.table import Table
-    from swe_sandbox import NamespaceBackend
 
     from arctic_swe.chat import save_tokenizer, train_tokenizer
     from arctic_swe.deck import DeckConfig, validate_deck, write_deck
     from arctic_swe.harness import TINY_HARNESS
     from arctic_swe.warmstart import deck_corpus
+    from swe_sandbox import NamespaceBackend
 
     config = DeckConfig(args.seed, args.pool_size, args.heldout_size, args.warmstart_size)
     deck = write_deck(args.out, config)
@@ -113,11 +113,11 @@ def deck_build(args: argparse.Namespace, console: Console) -> int:
 def warmstart(args: argparse.Namespace, console: Console) -> int:
     """Expert trajectories on the warm-start split, SFT, checkpoint."""
     import torch
-    from swe_sandbox import NamespaceBackend
 
     from arctic_swe.chat import load_tokenizer
     from arctic_swe.deck import load_deck
     from arctic_swe.warmstart import SFTConfig, warm_start
+    from swe_sandbox import NamespaceBackend
 
     torch.set_num_threads(args.threads)
     deck = load_deck(args.deck)
@@ -186,9 +186,8 @@ def rollout(args: argparse.Namespace, console: Console) -> int:
 async def _rollouts(
     engine: TorchEngine, tasks: list[Any], tokenizer: Any, workers: int, done: Any
 ) -> list[Trajectory]:
-    from swe_sandbox import NamespaceBackend, SandboxPool
-
     from arctic_swe.harness import TINY_HARNESS, EngineSampler, run_rollouts
+    from swe_sandbox import NamespaceBackend, SandboxPool
 
     try:
         async with SandboxPool(NamespaceBackend(), max_concurrency=workers) as pool:

@@ -2,6 +2,10 @@
 observation frame is exactly what the template inserts after an assistant turn."""
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from transformers import PreTrainedTokenizerFast
+
 from arctic_swe.chat import (
     IM_END,
     observation_text,
@@ -9,10 +13,7 @@ from arctic_swe.chat import (
     tool_schemas,
     train_tokenizer,
 )
-from hypothesis import given
-from hypothesis import strategies as st
 from swe_formatcheck import TOOLSETS
-from transformers import PreTrainedTokenizerFast
 
 TOOLS = TOOLSETS["mini_swe_agent_plus"]
 _TOKENIZER: list[PreTrainedTokenizerFast] = []

@@ -4,6 +4,10 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from transformers import PreTrainedTokenizerFast
+
 from arctic_swe.chat import (
     IM_END,
     SPECIAL_TOKENS,
@@ -15,9 +19,6 @@ from arctic_swe.chat import (
     special_id,
     train_tokenizer,
 )
-from hypothesis import given
-from hypothesis import strategies as st
-from transformers import PreTrainedTokenizerFast
 
 CORPUS = [
     "def add_total(a, b):\n    return a + b\n",

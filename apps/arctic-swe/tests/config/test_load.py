@@ -6,6 +6,9 @@ from pathlib import Path
 
 import attrs
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from arctic_swe.config import (
     RunConfig,
     RunConfigError,
@@ -16,8 +19,6 @@ from arctic_swe.config import (
     to_mapping,
     to_toml,
 )
-from hypothesis import given
-from hypothesis import strategies as st
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from arctic_swe.config import (
     RunConfig,
     RunDirError,
@@ -64,3 +65,10 @@ def test_directory_under_a_file_cannot_be_created(tmp_path: Path) -> None:
 def test_read_only_filesystem_is_refused() -> None:
     with pytest.raises(RunDirError):
         prepare_run_dir("/proc/arctic-swe-run", RunConfig(), resume=False)
+
+
+def test_existing_directory_that_even_root_cannot_write_is_refused() -> None:
+    # /proc/self exists and is a directory, but no process (root included) can create files
+    # there: the writability probe, not the permission bits, must catch it.
+    with pytest.raises(RunDirError, match="not writable"):
+        prepare_run_dir("/proc/self", RunConfig(), resume=False)

@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from arctic_swe.deck import (
     SPLITS,
     DeckConfig,

@@ -3,10 +3,11 @@
 import random
 
 import pytest
-from arctic_swe.deck import evaluate, inject_bug, make_function
-from arctic_swe.deck._functions import first_failing_case
 from hypothesis import given
 from hypothesis import strategies as st
+
+from arctic_swe.deck import evaluate, inject_bug, make_function
+from arctic_swe.deck._functions import first_failing_case
 
 
 @given(st.integers(min_value=0, max_value=2**32))

@@ -5,9 +5,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from arctic_swe.deck import generate_task
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from arctic_swe.deck import generate_task
 
 
 @given(st.integers(min_value=0, max_value=2**32))

@@ -5,6 +5,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from arctic_swe.deck import AUDIT_FILE, DeckConfig, validate_deck, write_deck
 from swe_sandbox import NamespaceBackend
 

@@ -6,8 +6,9 @@ from collections.abc import Sequence
 
 import pytest
 import torch
-from arctic_swe.model import build_policy, policy_config
 from transformers import Qwen3_5ForCausalLM
+
+from arctic_swe.model import build_policy, policy_config
 
 VOCAB = 96
 

@@ -8,6 +8,8 @@ from typing import TypeVar
 
 import pytest
 import torch
+from transformers import Qwen3_5ForCausalLM
+
 from arctic_swe.engine import (
     EngineClosedError,
     EngineConfig,
@@ -17,7 +19,6 @@ from arctic_swe.engine import (
     TorchEngine,
 )
 from load_router import Engine, GenerateRequest, Router
-from transformers import Qwen3_5ForCausalLM
 
 from .conftest import VOCAB, full_logprobs
 

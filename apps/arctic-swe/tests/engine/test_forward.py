@@ -10,10 +10,11 @@ import copy
 
 import pytest
 import torch
-from arctic_swe.engine import CachePools, batched_forward
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from transformers import Qwen3_5ForCausalLM
+
+from arctic_swe.engine import CachePools, batched_forward
 
 from .conftest import VOCAB, tiny_model
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+
 from arctic_swe.engine import CachePools
 from arctic_swe.model import policy_config
 

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from transformers import Qwen3_5ForCausalLM
+
 from arctic_swe.engine import EngineConfig, Generation, RefreshError, TorchEngine
 from arctic_swe.model import assign_weights, save_policy
 from load_router import GenerateRequest
-from transformers import Qwen3_5ForCausalLM
 
 from .conftest import full_logprobs, perturbed, tiny_model
 

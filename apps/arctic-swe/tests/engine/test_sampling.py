@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+
 from arctic_swe.engine import derive_seed, sample_tokens
 from arctic_swe.engine._sampling import make_generator
 

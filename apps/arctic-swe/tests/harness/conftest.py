@@ -5,12 +5,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from transformers import PreTrainedTokenizerFast
+
 from arctic_swe.chat import train_tokenizer
 from arctic_swe.deck import Deck, DeckConfig, write_deck
 from arctic_swe.harness import TINY_HARNESS
 from arctic_swe.warmstart import deck_corpus
 from swe_sandbox import NamespaceBackend
-from transformers import PreTrainedTokenizerFast
 
 
 @pytest.fixture(scope="session")

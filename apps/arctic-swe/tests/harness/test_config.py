@@ -1,6 +1,7 @@
 """Tests for ``arctic_swe.harness._config``."""
 
 import pytest
+
 from arctic_swe.harness import TINY_HARNESS, HarnessConfig, HarnessError
 
 

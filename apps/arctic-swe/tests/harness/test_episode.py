@@ -7,6 +7,8 @@ malformed turn terminates at once with the gated reward; the history is never re
 import asyncio
 from collections.abc import Sequence
 
+from transformers import PreTrainedTokenizerFast
+
 from arctic_swe.chat import encode, observation_text
 from arctic_swe.deck import Deck, DeckTask
 from arctic_swe.harness import (
@@ -22,7 +24,6 @@ from arctic_swe.harness import (
 from arctic_swe.warmstart import expert_turns
 from swe_formatcheck import ToolCall, render_turn
 from swe_sandbox import NamespaceBackend, SandboxPool
-from transformers import PreTrainedTokenizerFast
 
 SUBMIT = render_turn("Submit.", ToolCall("submit", {}))
 

@@ -4,6 +4,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from swe_sandbox import NamespaceBackend
 
 README = Path(__file__).parents[2] / "README.md"

@@ -1,7 +1,8 @@
 """Tests for ``arctic_swe.harness._report`` (summary figures and the readable view)."""
 
-from arctic_swe.harness import Trajectory, TurnRecord, summary, summary_table, trajectory_view
 from rich.console import Console
+
+from arctic_swe.harness import Trajectory, TurnRecord, summary, summary_table, trajectory_view
 
 
 def _make(reward: float, termination: str, seconds: float) -> Trajectory:

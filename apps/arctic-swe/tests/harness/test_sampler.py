@@ -6,6 +6,8 @@ from collections.abc import Sequence
 
 import pytest
 import torch
+from transformers import PreTrainedTokenizerFast
+
 from arctic_swe.chat import IM_END, special_id
 from arctic_swe.deck import Deck
 from arctic_swe.engine import EngineConfig, TorchEngine
@@ -20,7 +22,6 @@ from arctic_swe.harness import (
 )
 from arctic_swe.model import PolicyPreset, build_policy, policy_config
 from swe_sandbox import NamespaceBackend, SandboxPool
-from transformers import PreTrainedTokenizerFast
 
 SMALL = PolicyPreset(hidden_size=32, intermediate_size=64, head_dim=16, linear_key_head_dim=16,
                      linear_value_head_dim=16)  # fmt: skip

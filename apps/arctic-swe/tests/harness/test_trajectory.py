@@ -1,6 +1,7 @@
 """Tests for ``arctic_swe.harness._trajectory``."""
 
 import pytest
+
 from arctic_swe.harness import Trajectory, TurnRecord
 
 

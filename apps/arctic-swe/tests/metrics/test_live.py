@@ -6,8 +6,9 @@ import io
 from collections.abc import Callable
 from pathlib import Path
 
-from arctic_swe.metrics import LiveDisplay, TensorBoardSink, UpdateMetrics, describe
 from rich.console import Console
+
+from arctic_swe.metrics import LiveDisplay, TensorBoardSink, UpdateMetrics, describe
 
 Record = Callable[..., UpdateMetrics]
 

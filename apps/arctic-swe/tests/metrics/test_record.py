@@ -6,9 +6,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from arctic_swe.metrics import MetricsError, MetricsLog, UpdateMetrics
 from hypothesis import given
 from hypothesis import strategies as st
+
+from arctic_swe.metrics import MetricsError, MetricsLog, UpdateMetrics
 
 Record = Callable[..., UpdateMetrics]
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from arctic_swe.metrics import UpdateMetrics, summarize, summary_table
 from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
+
+from arctic_swe.metrics import UpdateMetrics, summarize, summary_table
 
 Record = Callable[..., UpdateMetrics]
 

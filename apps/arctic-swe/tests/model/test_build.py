@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+from transformers import Qwen3_5ForCausalLM
+
 from arctic_swe.model import (
     PolicyConfigError,
     PolicyError,
@@ -12,7 +14,6 @@ from arctic_swe.model import (
     numerics_installed,
     policy_config,
 )
-from transformers import Qwen3_5ForCausalLM
 
 
 def _same_weights(a: torch.nn.Module, b: torch.nn.Module) -> bool:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from arctic_swe.model import (
     CheckpointError,
     assign_weights,

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from arctic_swe.model import TINY_PRESET, PolicyConfigError, PolicyPreset, policy_config
 from transformers import Qwen3_5TextConfig
+
+from arctic_swe.model import TINY_PRESET, PolicyConfigError, PolicyPreset, policy_config
 
 
 def test_tiny_preset_has_both_token_mixers_in_the_qwen3_5_pattern() -> None:

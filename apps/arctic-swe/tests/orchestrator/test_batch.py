@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from arctic_swe.harness import Trajectory
-from arctic_swe.orchestrator import GroupOutcome, build_samples, tally
 from hypothesis import given
 from hypothesis import strategies as st
+
+from arctic_swe.harness import Trajectory
+from arctic_swe.orchestrator import GroupOutcome, build_samples, tally
 
 
 def _trajectory(task: str, reward: float, termination: str = "submitted") -> Trajectory:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from arctic_swe._cli import main
 from arctic_swe.metrics import MetricsLog, UpdateMetrics
 from arctic_swe.orchestrator import ABLATIONS

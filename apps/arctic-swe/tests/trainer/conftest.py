@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from transformers import Qwen3_5ForCausalLM
+
 from arctic_swe.model import policy_config
 from arctic_swe.trainer import build_fp32_policy
-from transformers import Qwen3_5ForCausalLM
 
 VOCAB = 64
 

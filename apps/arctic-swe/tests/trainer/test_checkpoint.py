@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from arctic_swe.config import TrainerSection
 from arctic_swe.model import policy_config
 from arctic_swe.trainer import (

@@ -9,12 +9,13 @@ import math
 import attrs
 import pytest
 import torch
+from transformers import Qwen3_5ForCausalLM
+
 from arctic_swe.config import TrainerSection
 from arctic_swe.engine import EngineConfig, TorchEngine
 from arctic_swe.model import policy_config
 from arctic_swe.trainer import BatchError, Trainer, TrainSample, build_fp32_policy
 from load_router import GenerateRequest
-from transformers import Qwen3_5ForCausalLM
 
 VOCAB = 64
 

@@ -3,12 +3,13 @@
 import asyncio
 from pathlib import Path
 
+from transformers import PreTrainedTokenizerFast
+
 from arctic_swe.deck import Deck
 from arctic_swe.harness import TOOLS
 from arctic_swe.warmstart import TEST_COMMAND, collect_expert, expert_turns
 from swe_formatcheck import ToolCall, check_turn
 from swe_sandbox import NamespaceBackend
-from transformers import PreTrainedTokenizerFast
 
 
 def test_expert_turns_are_valid_and_make_the_gold_edit(small_deck: Deck) -> None:

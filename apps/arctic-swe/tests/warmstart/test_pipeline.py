@@ -5,13 +5,14 @@ import json
 from pathlib import Path
 
 import pytest
+from transformers import PreTrainedTokenizerFast
+
 from arctic_swe.chat import encode, load_tokenizer
 from arctic_swe.deck import Deck
 from arctic_swe.harness import Trajectory
 from arctic_swe.model import PolicyPreset, load_policy
 from arctic_swe.warmstart import EXPERT_FILE, SFTConfig, WarmStartError, warm_start
 from swe_sandbox import NamespaceBackend
-from transformers import PreTrainedTokenizerFast
 
 SMALL = PolicyPreset(hidden_size=32, intermediate_size=64, head_dim=16, linear_key_head_dim=16,
                      linear_value_head_dim=16)  # fmt: skip

@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+
 from arctic_swe.harness import Trajectory
 from arctic_swe.model import PolicyPreset, build_policy, policy_config
 from arctic_swe.warmstart import (

@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
-from swe_sandbox import GradeResult, TaskSpec, TestOutcome
 
 from swe_curate._errors import CurateError, PatchApplyError, ScorerError
 from swe_curate._probe import (
@@ -29,6 +28,7 @@ from swe_curate._probe import (
 from swe_curate._records import TaskRecord
 from swe_curate._scorer import Scorer
 from swe_curate._verdicts import Verdict
+from swe_sandbox import GradeResult, TaskSpec, TestOutcome
 
 STAGE = "audit"
 

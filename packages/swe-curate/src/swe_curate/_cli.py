@@ -17,7 +17,6 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
-from swe_sandbox import Backend, DockerBackend, Limits, NamespaceBackend, SandboxError, TaskSpec
 
 from swe_curate._audit import AuditConfig, audit_task
 from swe_curate._chat import ChatClient, ChatConfig
@@ -31,6 +30,7 @@ from swe_curate._records import RecordStore, TaskRecord, summarize
 from swe_curate._scorer import SandboxScorer
 from swe_curate._strengthen import strengthen_task
 from swe_curate._verdicts import Verdict
+from swe_sandbox import Backend, DockerBackend, Limits, NamespaceBackend, SandboxError, TaskSpec
 
 
 def summary_table(records: Sequence[TaskRecord], title: str) -> Table:

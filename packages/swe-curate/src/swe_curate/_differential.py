@@ -15,7 +15,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
-from swe_sandbox import TaskSpec
 
 from swe_curate._errors import CurateError, ScorerError
 from swe_curate._probe import (
@@ -27,6 +26,7 @@ from swe_curate._probe import (
 )
 from swe_curate._scorer import Scorer
 from swe_curate._source import PatchedTree
+from swe_sandbox import TaskSpec
 
 
 @attrs.frozen

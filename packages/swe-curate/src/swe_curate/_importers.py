@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+
+from swe_curate._errors import MalformedRowError
 from swe_sandbox import (
     RepoKind,
     RepoSource,
@@ -25,8 +27,6 @@ from swe_sandbox import (
     task_from_swebench_row,
     task_from_swerebench_row,
 )
-
-from swe_curate._errors import MalformedRowError
 
 
 class RowFormat(enum.StrEnum):

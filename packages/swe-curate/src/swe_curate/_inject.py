@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from swe_sandbox import DEFAULT_TEST_COMMAND, RepoSource, TaskSpec, TestOutcome
 
 from swe_curate._audit import AuditConfig, binding_assertions
 from swe_curate._diff import make_patch
@@ -41,6 +40,7 @@ from swe_curate._source import (
 )
 from swe_curate._verdicts import Verdict
 from swe_curate._wrong import WRONG_MUTATORS
+from swe_sandbox import DEFAULT_TEST_COMMAND, RepoSource, TaskSpec, TestOutcome
 
 STAGE = "inject"
 _TEST_FILE = re.compile(

@@ -17,7 +17,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
-from swe_sandbox import TaskSpec
 
 from swe_curate._counterfactual import Counterfactual, Kind
 from swe_curate._differential import candidate_cases, distinguishing
@@ -36,6 +35,7 @@ from swe_curate._records import TaskRecord
 from swe_curate._scorer import Scorer, TaskTree
 from swe_curate._source import PatchedTree
 from swe_curate._verdicts import Verdict
+from swe_sandbox import TaskSpec
 
 STAGE = "judge"
 

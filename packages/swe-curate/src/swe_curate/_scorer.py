@@ -15,6 +15,7 @@ import io
 import tarfile
 from typing import Protocol
 
+from swe_curate._errors import PatchApplyError, ScorerError
 from swe_sandbox import (
     Backend,
     ExecResult,
@@ -26,8 +27,6 @@ from swe_sandbox import (
     prepare_repo,
 )
 from swe_sandbox import PatchApplyError as SandboxPatchApplyError
-
-from swe_curate._errors import PatchApplyError, ScorerError
 
 
 class Scorer(Protocol):

@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
-from swe_sandbox import TaskSpec
 
 from swe_curate._diff import make_patch, touched_paths
 from swe_curate._differential import ProbeCase, ProbeResult, candidate_cases, distinguishing
@@ -30,6 +29,7 @@ from swe_curate._records import TaskRecord
 from swe_curate._scorer import Scorer, TaskTree
 from swe_curate._source import PatchedTree
 from swe_curate._verdicts import Verdict
+from swe_sandbox import TaskSpec
 
 STAGE = "strengthen"
 

@@ -19,6 +19,7 @@ import urllib.request
 from pathlib import Path
 
 import attrs
+
 from swe_sandbox import Backend, RepoSource, Sandbox, TaskSpec
 from swe_sandbox._prepare import safe_extract
 from swe_sandbox._results import TestOutcome

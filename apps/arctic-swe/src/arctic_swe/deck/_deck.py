@@ -30,10 +30,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from swe_sandbox import RepoSource, TaskSpec
-
 from arctic_swe.deck._errors import DeckConfigError, DeckFormatError
 from arctic_swe.deck._repo import GeneratedTask, generate_task
+from swe_sandbox import RepoSource, TaskSpec
 
 SPLITS = ("pool", "heldout", "warmstart")
 MANIFEST = "deck.json"

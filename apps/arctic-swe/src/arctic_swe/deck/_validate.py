@@ -14,11 +14,10 @@ from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from swe_curate import AUDIT_STAGE, AuditConfig, RecordStore, SandboxScorer, TaskRecord, audit_task
-from swe_sandbox import Backend, Limits
-
 from arctic_swe.deck._deck import Deck, DeckTask, load_deck, mark_dropped
 from arctic_swe.deck._errors import DeckConfigError
+from swe_curate import AUDIT_STAGE, AuditConfig, RecordStore, SandboxScorer, TaskRecord, audit_task
+from swe_sandbox import Backend, Limits
 
 AUDIT_FILE = "audit.jsonl"
 

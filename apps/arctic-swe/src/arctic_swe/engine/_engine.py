@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from load_router import GenerateRequest, GenerateResult
 from torch import nn
 
 from arctic_swe.engine._config import EngineConfig, Generation
@@ -27,6 +26,7 @@ from arctic_swe.engine._errors import (
 )
 from arctic_swe.engine._sampling import derive_seed, make_generator
 from arctic_swe.model import CheckpointError, read_weights
+from load_router import GenerateRequest, GenerateResult
 
 
 @dataclass(eq=False)

@@ -24,13 +24,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from hybrid_numerics import chunk_gated_delta_rule, fused_recurrent_gated_delta_rule
 from torch import nn
 from torch.nn import functional
 from transformers.activations import ACT2FN
 from transformers.models.qwen3_5 import modeling_qwen3_5
 
 from arctic_swe.engine._pools import CachePools
+from hybrid_numerics import chunk_gated_delta_rule, fused_recurrent_gated_delta_rule
 
 #: The model's own partial-RoPE application (untyped upstream).
 _apply_rope: Any = modeling_qwen3_5.apply_rotary_pos_emb

@@ -12,14 +12,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from swe_formatcheck import TOOLSETS, EpisodeGate, ToolCall, check_turn
-from swe_sandbox import AsyncSandbox, PathEscapeError, SandboxError, StrReplaceError, TaskSpec
 from transformers import PreTrainedTokenizerFast
 
 from arctic_swe.chat import encode, observation_text, render_conversation
 from arctic_swe.harness._config import HarnessConfig
 from arctic_swe.harness._sampler import TurnSampler
 from arctic_swe.harness._trajectory import NOT_GENERATED, Trajectory, TurnRecord
+from swe_formatcheck import TOOLSETS, EpisodeGate, ToolCall, check_turn
+from swe_sandbox import AsyncSandbox, PathEscapeError, SandboxError, StrReplaceError, TaskSpec
 
 TOOLS = TOOLSETS["mini_swe_agent_plus"]
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 
-from swe_sandbox import SandboxPool, TaskSpec
 from transformers import PreTrainedTokenizerFast
 
 from arctic_swe.harness._config import HarnessConfig
 from arctic_swe.harness._episode import run_episode
 from arctic_swe.harness._sampler import TurnSampler
 from arctic_swe.harness._trajectory import Trajectory
+from swe_sandbox import SandboxPool, TaskSpec
 
 
 async def run_rollouts(

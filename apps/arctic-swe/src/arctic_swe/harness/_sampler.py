@@ -6,13 +6,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from load_router import GenerateRequest
 from transformers import PreTrainedTokenizerFast
 
 from arctic_swe.chat import IM_END, encode, special_id
 from arctic_swe.engine import TorchEngine
 from arctic_swe.harness._errors import HarnessError
 from arctic_swe.harness._trajectory import NOT_GENERATED
+from load_router import GenerateRequest
 
 
 @dataclass(frozen=True)

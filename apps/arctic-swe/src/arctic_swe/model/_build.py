@@ -5,6 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from transformers import Qwen3_5ForCausalLM, Qwen3_5TextConfig
+
+from arctic_swe.model._errors import PolicyConfigError, PolicyError
 from hybrid_numerics import (
     HybridNumericsError,
     PrecisionPolicy,
@@ -12,9 +15,6 @@ from hybrid_numerics import (
     is_patched,
     patch_qwen3_5,
 )
-from transformers import Qwen3_5ForCausalLM, Qwen3_5TextConfig
-
-from arctic_swe.model._errors import PolicyConfigError, PolicyError
 
 
 def build_policy(

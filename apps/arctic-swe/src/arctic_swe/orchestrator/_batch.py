@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
-from cispo_loss import group_advantages
 
 from arctic_swe.orchestrator._groups import GroupOutcome
 from arctic_swe.trainer import TrainSample
+from cispo_loss import group_advantages
 
 
 @dataclass(frozen=True)

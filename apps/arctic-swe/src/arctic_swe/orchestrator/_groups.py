@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from load_router import GenerateRequest, GroupRecord, Lease, LeaseState, RetryableError, Router
-from swe_sandbox import SandboxError, SandboxPool, TaskSpec
 from transformers import PreTrainedTokenizerFast
 
 from arctic_swe.harness import HarnessConfig, SampledTurn, Trajectory, run_episode
+from load_router import GenerateRequest, GroupRecord, Lease, LeaseState, RetryableError, Router
+from swe_sandbox import SandboxError, SandboxPool, TaskSpec
 
 
 class LeaseSampler:

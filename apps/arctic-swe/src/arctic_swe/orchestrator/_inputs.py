@@ -10,13 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
-from swe_sandbox import NamespaceBackend
 
 from arctic_swe.chat import DEFAULT_VOCAB_SIZE, load_tokenizer, save_tokenizer, train_tokenizer
 from arctic_swe.config import RunConfig
 from arctic_swe.deck import DeckConfig, load_deck, write_deck
 from arctic_swe.harness import TINY_HARNESS
 from arctic_swe.orchestrator._setup import SetupError
+from swe_sandbox import NamespaceBackend
 
 TOKENIZER_DIR = "tokenizer"  # where `arctic-swe deck build` saves the tokenizer
 WARMSTART_TASKS = 64

@@ -22,10 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from deck_evictor import Deck
-from load_router import PolicyClock, Router, UpdateLagStats
 from safetensors.torch import save_file
-from swe_sandbox import SandboxPool, TaskSpec
 from transformers import PreTrainedTokenizerFast
 
 from arctic_swe.config import RunConfig, RunDir
@@ -34,6 +31,9 @@ from arctic_swe.metrics import MetricsLog, UpdateMetrics
 from arctic_swe.orchestrator._batch import build_samples, tally
 from arctic_swe.orchestrator._groups import GroupJob, GroupOutcome, run_group
 from arctic_swe.trainer import StepStats, Trainer, save_checkpoint
+from deck_evictor import Deck
+from load_router import PolicyClock, Router, UpdateLagStats
+from swe_sandbox import SandboxPool, TaskSpec
 
 
 @dataclass

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
-from swe_sandbox import Backend
 
 from arctic_swe.config import RunConfig, RunDir
 from arctic_swe.metrics import (
@@ -28,6 +27,7 @@ from arctic_swe.metrics import (
 )
 from arctic_swe.orchestrator._loop import RLLoop
 from arctic_swe.orchestrator._setup import EngineFactory, Inputs, _torch_engine, open_components
+from swe_sandbox import Backend
 
 
 @dataclass(frozen=True)

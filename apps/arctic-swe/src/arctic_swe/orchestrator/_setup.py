@@ -13,9 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from deck_evictor import Deck, EvictionRules, ReplayPolicy
-from load_router import Engine, LeastLoaded, PolicyClock, Router, SessionHash
-from swe_sandbox import Backend, NamespaceBackend, SandboxPool
 from torch import nn
 
 from arctic_swe.chat import IM_END, ChatError, load_tokenizer, special_id
@@ -27,6 +24,9 @@ from arctic_swe.metrics import MetricsLog
 from arctic_swe.model import CheckpointError, load_policy
 from arctic_swe.orchestrator._loop import Components
 from arctic_swe.trainer import Trainer, latest_checkpoint, load_checkpoint, load_fp32_policy
+from deck_evictor import Deck, EvictionRules, ReplayPolicy
+from load_router import Engine, LeastLoaded, PolicyClock, Router, SessionHash
+from swe_sandbox import Backend, NamespaceBackend, SandboxPool
 
 #: Build one engine: ``(index, model copy, engine config, version) -> Engine``.
 EngineFactory = Callable[[int, nn.Module, EngineConfig, int], Engine]

@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from deck_evictor import Deck, DeckError
 from transformers import Qwen3_5ForCausalLM
 
 from arctic_swe.model import CheckpointError, assign_weights, read_weights, save_policy
 from arctic_swe.trainer._errors import ResumeError
 from arctic_swe.trainer._trainer import Trainer
+from deck_evictor import Deck, DeckError
 
 LATEST = "LATEST"
 _FILES = ("model", "trainer.pt", "rng.pt", "deck.state", "state.json")

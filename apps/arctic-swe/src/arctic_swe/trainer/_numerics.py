@@ -11,11 +11,11 @@ recurrent state stay FP32 (the policy's patterns). ``fp32_state=False`` is the p
 
 from __future__ import annotations
 
-import hybrid_numerics
 import torch
 from torch import nn
 from transformers import Qwen3_5ForCausalLM, Qwen3_5TextConfig
 
+import hybrid_numerics
 from arctic_swe.model import build_policy, load_policy
 
 

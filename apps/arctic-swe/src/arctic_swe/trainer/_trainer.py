@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from cispo_loss import LossConfig, cispo_loss, default_normalizer, token_logprobs
 from torch import nn
 
 from arctic_swe.config import TrainerSection
 from arctic_swe.trainer._errors import BatchError
 from arctic_swe.trainer._samples import PaddedBatch, TrainSample, pad_batch
+from cispo_loss import LossConfig, cispo_loss, default_normalizer, token_logprobs
 
 #: Figures of :meth:`Trainer.step` averaged over the step's trainable tokens.
 _TOKEN_MEANS = ("mismatch_kl", "masked_frac", "entropy_mean", "masked_frac_low", "masked_frac_high")

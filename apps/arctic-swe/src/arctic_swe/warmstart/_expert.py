@@ -9,11 +9,11 @@ format it will be checked against.
 
 from __future__ import annotations
 
-from swe_formatcheck import ToolCall, render_turn
 from transformers import PreTrainedTokenizerFast
 
 from arctic_swe.deck import DeckTask
 from arctic_swe.harness import ScriptedSampler
+from swe_formatcheck import ToolCall, render_turn
 
 TEST_COMMAND = "python3 -m pytest -q"
 

@@ -14,7 +14,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from swe_sandbox import Backend, SandboxPool
 from transformers import PreTrainedTokenizerFast
 
 from arctic_swe.chat import save_tokenizer
@@ -24,6 +23,7 @@ from arctic_swe.model import TINY_PRESET, PolicyPreset, build_policy, policy_con
 from arctic_swe.warmstart._errors import WarmStartError
 from arctic_swe.warmstart._expert import expert_sampler
 from arctic_swe.warmstart._sft import SFTConfig, SFTStep, train_sft
+from swe_sandbox import Backend, SandboxPool
 
 EXPERT_FILE = "expert.jsonl"
 
