@@ -297,7 +297,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="arctic-swe",
         description=(
             "Arctic-SWE: fully asynchronous RL of long-horizon software-engineering agents. "
-            "The embedded overfitting stress test (`arctic-swe overfit`) lands with issue #11."
+            "Typical flow on one CPU machine: `deck build`, then `warmstart`, then `rollout` to check the "
+            "warm-started policy, then `overfit` (the overfitting stress test) and `compare`."
         ),
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
