@@ -179,7 +179,14 @@ def test_cancelled_call_frees_its_slot_and_others_finish(model: Qwen3_5ForCausal
         doomed.cancel()
         with pytest.raises(asyncio.CancelledError):
             await doomed
-        return await survivor
+        turn = await survivor
+        assert engine.in_flight == 0  # the cancelled call stopped counting when it was cancelled
+        # The core drops the cancelled job at its next step (it may still be mid-step now).
+        for _ in range(500):
+            if all(r.job is None for r in engine._core.residents.values()):
+                break
+            await asyncio.sleep(0.01)
+        return turn
 
     turn = run(scenario)
     assert len(turn.token_ids) == 6

@@ -127,7 +127,10 @@ class TorchEngine:
         try:
             return await asyncio.shield(future)
         except asyncio.CancelledError:
-            job.cancelled = True  # the core drops it at its next step and frees the slot
+            # The caller is gone: it no longer counts as in flight (the router's view), and the
+            # core drops the job at its next step, which frees the cache slot.
+            job.cancelled = True
+            self._futures.pop(job, None)
             raise
 
     async def refresh(

@@ -1,4 +1,4 @@
-"""Fixtures of the harness tests: a small real deck, its tokenizer, the namespace sandbox."""
+"""Shared fixtures (harness, warm start): a small real deck, its tokenizer, the namespace sandbox."""
 
 import os
 import shutil
