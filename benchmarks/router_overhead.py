@@ -20,38 +20,12 @@ import time
 from typing import Any
 
 from load_router import (
-    GenerateRequest,
-    GenerateResult,
     LeastLoaded,
     PlacementIndex,
+    PlacementOnlyEngine,
     PlacementPolicy,
     Router,
 )
-
-
-class _Engine:
-    def __init__(self, engine_id: str, capacity: int) -> None:
-        self._engine_id, self._capacity = engine_id, capacity
-
-    @property
-    def engine_id(self) -> str:
-        return self._engine_id
-
-    @property
-    def capacity(self) -> int:
-        return self._capacity
-
-    @property
-    def in_flight(self) -> int:
-        return 0
-
-    async def generate(self, request: GenerateRequest) -> GenerateResult:
-        raise RuntimeError("the benchmark times placement only")
-
-    async def refresh(
-        self, weights_ref: str, version: int, *, invalidate_caches: bool = True
-    ) -> None:
-        raise RuntimeError("the benchmark times placement only")
 
 
 class _LinearIndex:
@@ -91,7 +65,7 @@ def measure(
     policy: PlacementPolicy, engines: int, in_flight: int, group: int, steps: int, seed: int
 ) -> dict[str, float]:
     cap = -(-in_flight // engines) + 4 * group  # room for the in-flight load plus churn
-    router = Router([_Engine(f"e{i}", cap) for i in range(engines)], policy=policy)
+    router = Router([PlacementOnlyEngine(f"e{i}", cap) for i in range(engines)], policy=policy)
     rng = random.Random(seed)
     held = []
     for g in range(in_flight // group):

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
-from load_router import ConfigError, Engine, GenerateRequest, GenerateResult
+from load_router import ConfigError, Engine, GenerateRequest, GenerateResult, PlacementOnlyEngine
 
 
 def test_fake_engine_satisfies_the_protocol(engines: list[object]) -> None:
@@ -38,3 +40,15 @@ def test_request_rejects_negative_token_ids_and_empty_budget() -> None:
 def test_request_converts_lists_to_tuples() -> None:
     request = GenerateRequest(rollout_index=1, prompt_ids=[1, 2, 3], max_new_tokens=2)  # type: ignore[arg-type]
     assert request.prompt_ids == (1, 2, 3)
+
+
+def test_placement_only_engine_is_an_engine_that_refuses_to_generate() -> None:
+    engine = PlacementOnlyEngine("p0", 3)
+    assert isinstance(engine, Engine)
+    assert (engine.engine_id, engine.capacity, engine.in_flight) == ("p0", 3, 0)
+    with pytest.raises(RuntimeError, match="placement-only"):
+        asyncio.run(
+            engine.generate(GenerateRequest(rollout_index=0, prompt_ids=(1,), max_new_tokens=1))
+        )
+    with pytest.raises(RuntimeError, match="placement-only"):
+        asyncio.run(engine.refresh("w", 1))

@@ -1,6 +1,6 @@
 """Least-loaded group placement, resident caps, policy-version bookkeeping and the weight-refresh protocol."""
 
-from load_router._engine import Engine, GenerateRequest, GenerateResult
+from load_router._engine import Engine, GenerateRequest, GenerateResult, PlacementOnlyEngine
 from load_router._errors import (
     ConfigError,
     DuplicateEngineError,
@@ -66,6 +66,7 @@ __all__ = [
     "NoEngineAvailableError",
     "NoEnginesError",
     "PlacementIndex",
+    "PlacementOnlyEngine",
     "PlacementPolicy",
     "PolicyClock",
     "RefreshInProgressError",

@@ -91,3 +91,36 @@ class Engine(Protocol):
     async def refresh(
         self, weights_ref: str, version: int, *, invalidate_caches: bool = True
     ) -> None: ...
+
+
+class PlacementOnlyEngine:
+    """An :class:`Engine` that only occupies a slot in the router's placement decisions.
+
+    For simulations and placement benchmarks, where rollouts are advanced by something other than
+    :meth:`generate` (an event loop, a timer): it reports its identity and capacity, and refuses
+    to generate or refresh, so a mistaken call fails loudly instead of faking tokens.
+    """
+
+    def __init__(self, engine_id: str, capacity: int) -> None:
+        self._engine_id = engine_id
+        self._capacity = capacity
+
+    @property
+    def engine_id(self) -> str:
+        return self._engine_id
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity
+
+    @property
+    def in_flight(self) -> int:
+        return 0
+
+    async def generate(self, request: GenerateRequest) -> GenerateResult:
+        raise RuntimeError(f"{self._engine_id} is a placement-only engine: it never generates")
+
+    async def refresh(
+        self, weights_ref: str, version: int, *, invalidate_caches: bool = True
+    ) -> None:
+        raise RuntimeError(f"{self._engine_id} is a placement-only engine: it is never refreshed")

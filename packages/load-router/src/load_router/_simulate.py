@@ -14,7 +14,7 @@ import random
 from collections import deque
 from typing import cast
 
-from load_router._engine import GenerateRequest, GenerateResult
+from load_router._engine import PlacementOnlyEngine
 from load_router._policies import LeastLoaded, PlacementPolicy, RoundRobin, SessionHash
 from load_router._router import Router
 from load_router._sim_config import SimConfig, SimResult
@@ -31,34 +31,6 @@ def _policy(name: str) -> PlacementPolicy:
     return RoundRobin()
 
 
-class _Handle:
-    """Registers a simulated engine with the router (the router never calls generate here)."""
-
-    def __init__(self, engine_id: str, capacity: int) -> None:
-        self._engine_id = engine_id
-        self._capacity = capacity
-
-    @property
-    def engine_id(self) -> str:
-        return self._engine_id
-
-    @property
-    def capacity(self) -> int:
-        return self._capacity
-
-    @property
-    def in_flight(self) -> int:
-        return 0
-
-    async def generate(self, request: GenerateRequest) -> GenerateResult:
-        raise RuntimeError("simulated engines are advanced by the event loop, not by generate()")
-
-    async def refresh(
-        self, weights_ref: str, version: int, *, invalidate_caches: bool = True
-    ) -> None:
-        raise RuntimeError("simulated engines are refreshed by the event loop")
-
-
 class _Simulation:
     def __init__(self, config: SimConfig) -> None:
         self.cfg = config
@@ -67,7 +39,7 @@ class _Simulation:
         self.events: list[tuple[float, int, str, object]] = []
         self._event_seq = 0
         capacity = config.max_resident_per_engine or 1 << 30
-        handles = [_Handle(f"engine-{i}", capacity) for i in range(config.engines)]
+        handles = [PlacementOnlyEngine(f"engine-{i}", capacity) for i in range(config.engines)]
         self.router = Router(handles, policy=_policy(config.policy))
         self.engines = {h.engine_id: SimEngine(h.engine_id, config) for h in handles}
         self.pending: deque[SimGroup] = deque()
