@@ -13,6 +13,8 @@ from hybrid_numerics import (
     gdn_gate,
     reference_gated_delta_rule,
 )
+from hybrid_numerics._chunk_torch import chunk_torch, torch_chunk_size
+from hybrid_numerics._validate import validate_gdn_inputs
 
 from .conftest import GDNInputs, make_gdn_inputs, rms_rel
 
@@ -174,3 +176,41 @@ def test_agrees_with_the_transformers_torch_fallback(fallback: str) -> None:
     assert rms_rel(ours, theirs) <= 2 * TOL
     assert rms_rel(our_state, their_state) <= 2 * TOL
     assert rms_rel(ours, ro) <= max(rms_rel(theirs, ro), 1e-6)
+
+
+def test_torch_chunk_size_follows_the_key_head_dim() -> None:
+    assert [torch_chunk_size(K) for K in (4, 16, 32, 64, 128, 256)] == [16, 16, 16, 32, 64, 64]
+
+
+@pytest.mark.parametrize("chunk_size", [8, 16, 32, 64])
+@pytest.mark.parametrize("with_h0", [True, False])
+def test_every_chunk_size_matches_the_oracle_with_gradients(chunk_size: int, with_h0: bool) -> None:
+    # T = 150 is not a multiple of any chunk size: padding and several chunks at each C. The
+    # gradients go through the hand-written scan backward.
+    x = make_gdn_inputs(2, 150, 2, 4, 16, 8, seed=chunk_size)
+    x64 = x.cast(torch.float64, requires_grad=True)
+    h0_64 = x64.h0 if with_h0 else None
+    ro, rs = reference_gated_delta_rule(
+        x64.q, x64.k, x64.v, x64.g, x64.beta, initial_state=h0_64, output_final_state=True,
+        use_qk_l2norm=True,
+    )  # fmt: skip
+    assert rs is not None
+    do, ds = torch.randn_like(ro), torch.randn_like(rs)
+    leaves64 = x64.tensors()[: 6 if with_h0 else 5]
+    want = torch.autograd.grad((ro * do).sum() + (rs * ds).sum(), leaves64)
+    x32 = x.cast(torch.float32, requires_grad=True)
+    shapes = validate_gdn_inputs(
+        x32.q, x32.k, x32.v, x32.g, x32.beta, scale=None, initial_state=x32.h0, cu_seqlens=None
+    )
+    o, s = chunk_torch(
+        x32.q, x32.k, x32.v, x32.g, x32.beta, shapes, scale=16**-0.5,
+        initial_state=x32.h0 if with_h0 else None, output_final_state=True, cu_seqlens=None,
+        use_qk_l2norm=True, chunk_size=chunk_size,
+    )  # fmt: skip
+    assert s is not None
+    assert rms_rel(o, ro) <= TOL
+    assert rms_rel(s, rs) <= TOL
+    leaves32 = x32.tensors()[: 6 if with_h0 else 5]
+    got = torch.autograd.grad((o * do.float()).sum() + (s * ds.float()).sum(), leaves32)
+    for name, a, e in zip(("dq", "dk", "dv", "dg", "dbeta", "dh0"), got, want, strict=False):
+        assert rms_rel(a, e) <= TOL, (name, rms_rel(a, e))

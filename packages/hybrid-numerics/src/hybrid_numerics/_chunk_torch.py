@@ -16,8 +16,11 @@ runs over chunks (never over tokens) and does only the two state products per ch
 and the outputs ``attn fresh + (Q ⊙ exp(c)) S`` are again one batched product. q/k-side
 products (``K K^T``, ``Q K^T``) are formed once per q/k head and shared by its value heads.
 
-Backward is autograd through these tensor ops (``solve_triangular``, ``cumsum`` and matmuls are
-all differentiable), which yields dq, dk, dv, dg, dbeta and d initial_state.
+Backward: the sequential scan has a hand-written backward (:class:`_Scan`: one short loop for
+the state gradient, every weight gradient batched after it); the state-independent terms go
+through autograd (``solve_triangular``, ``cumsum`` and matmuls are all differentiable). Together
+they yield dq, dk, dv, dg, dbeta and d initial_state. The torch path's chunk length depends on
+the head dim (:func:`torch_chunk_size`): ``[C, C]`` work dominates at small heads.
 """
 
 from __future__ import annotations
@@ -31,6 +34,18 @@ from hybrid_numerics._varlen import pad_packed, seq_bounds, unpad_packed
 from hybrid_numerics.reference import l2norm
 
 CHUNK_SIZE = 64
+
+
+def torch_chunk_size(head_dim: int) -> int:
+    """The torch path's chunk length for key head dim ``K``: ``K / 2`` within ``[16, 64]``.
+
+    On a CPU the chunk form costs ~``C (K + V)`` per token in ``[C, C]``-shaped work (scores,
+    UT system and inverse, their gradients) against ~``K V / C`` in the scan, and the ``[C, C]``
+    intermediates are memory-bound at small head dims. Measured (1 thread, T = 4096, fwd+bwd):
+    K = 32 is fastest at C = 16 (41 ms vs 98 ms at C = 64), K = 64 at C = 32, K = 128 at C = 64.
+    Accuracy does not depend on it (same oracle tolerance). The Triton path keeps :data:`CHUNK_SIZE`.
+    """
+    return max(16, min(CHUNK_SIZE, 1 << max(head_dim // 2, 1).bit_length() - 1))
 
 
 def compute_dtype(x: torch.Tensor) -> torch.dtype:
@@ -51,10 +66,13 @@ def chunk_torch(
     output_final_state: bool,
     cu_seqlens: torch.Tensor | None,
     use_qk_l2norm: bool,
-    chunk_size: int = CHUNK_SIZE,
+    chunk_size: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Chunked gated delta rule; returns ``o: [B, T, HV, V]`` and ``final: [N, HV, K, V]`` in
-    the compute dtype (FP32, or FP64 for FP64 input). Inputs are already validated."""
+    the compute dtype (FP32, or FP64 for FP64 input). Inputs are already validated.
+    ``chunk_size`` defaults to :func:`torch_chunk_size` of the key head dim."""
+    if chunk_size is None:
+        chunk_size = torch_chunk_size(shapes.K)
     if cu_seqlens is not None:
         bounds = seq_bounds(cu_seqlens)
         q, k, v, g, beta = (pad_packed(x, bounds) for x in (q, k, v, g, beta))
@@ -258,16 +276,59 @@ def _scan_states(
         state = initial_state.to(u.dtype).reshape(N, K, V)
     if not (torch.is_grad_enabled() and any(t.requires_grad for t in (u, w, kd, decay, state))):
         return _scan_inplace(u, w, kd, decay, state)
-    states, fresh = [state], []
-    # unbind, not u[c]: the backward of NC selects would build NC full-size gradients
-    # (quadratic in T); unbind's backward stacks them once.
-    per_chunk = zip(u.unbind(0), w.unbind(0), kd.unbind(0), decay.unbind(0), strict=True)
-    for u_c, w_c, kd_c, decay_c in per_chunk:
-        fresh_c = torch.baddbmm(u_c, w_c, state, alpha=-1.0)
-        state = torch.baddbmm(state * decay_c, kd_c.transpose(1, 2), fresh_c)
-        states.append(state)
-        fresh.append(fresh_c)
-    return torch.stack(states), torch.stack(fresh)
+    states, fresh = _Scan.apply(u, w, kd, decay, state)
+    return states, fresh
+
+
+class _Scan(torch.autograd.Function):
+    """The chunk scan with a hand-written backward.
+
+    Autograd through the per-chunk loop records three ops per chunk and, in backward, computes
+    every weight gradient inside the sequential loop (small products, one launch each, plus the
+    stack/unbind copies). Only the state gradient is sequential: walking the chunks backwards,
+
+        dfresh_c = dfresh_c(ext) + Kd_c dS_{c+1}
+        dS_c     = dS_c(ext) + a_c dS_{c+1} - W_c^T dfresh_c
+
+    and everything else is one batched product after the loop: ``du = dfresh``,
+    ``dW = -dfresh S^T``, ``dKd = fresh dS_{+1}^T``, ``da = <S, dS_{+1}>``.
+    """
+
+    @staticmethod
+    def forward(
+        ctx: torch.autograd.function.FunctionCtx,
+        u: torch.Tensor,
+        w: torch.Tensor,
+        kd: torch.Tensor,
+        decay: torch.Tensor,
+        state: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        with torch.no_grad():
+            states, fresh = _scan_inplace(u, w, kd, decay, state)
+        ctx.save_for_backward(w, kd, decay, states, fresh)
+        return states, fresh
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(
+        ctx: torch.autograd.function.FunctionCtx, d_states: torch.Tensor, d_fresh: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        w, kd, decay, states, fresh = ctx.saved_tensors  # type: ignore[attr-defined]
+        NC, N, C, V = fresh.shape
+        K = w.shape[-1]
+        d_s = torch.empty_like(states)  # d_s[c]: total gradient of the state entering chunk c
+        d_s[NC].copy_(d_states[NC])
+        d_fresh_total = torch.empty_like(fresh)
+        for c in range(NC - 1, -1, -1):
+            torch.baddbmm(d_fresh[c], kd[c], d_s[c + 1], out=d_fresh_total[c])
+            torch.mul(d_s[c + 1], decay[c], out=d_s[c])
+            d_s[c].add_(d_states[c])
+            d_s[c].baddbmm_(w[c].transpose(1, 2), d_fresh_total[c], alpha=-1.0)
+        flat_fresh = d_fresh_total.reshape(NC * N, C, V)
+        d_w = torch.bmm(flat_fresh, states[:NC].reshape(NC * N, K, V).transpose(1, 2))
+        d_kd = torch.bmm(fresh.reshape(NC * N, C, V), d_s[1:].reshape(NC * N, K, V).transpose(1, 2))
+        d_decay = (states[:NC] * d_s[1:]).sum((-1, -2), keepdim=True)
+        return d_fresh_total, d_w.neg_().reshape(w.shape), d_kd.reshape(kd.shape), d_decay, d_s[0]
 
 
 def _scan_inplace(
