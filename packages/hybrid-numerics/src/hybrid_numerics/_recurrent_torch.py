@@ -8,12 +8,13 @@ chunk path.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from hybrid_numerics._chunk_torch import compute_dtype
 from hybrid_numerics._validate import GDNShapes
 from hybrid_numerics._varlen import pad_packed, seq_bounds, unpad_packed
-from hybrid_numerics.reference import l2norm
 
 
 def recurrent_torch(
@@ -54,33 +55,72 @@ def _recurrent_batched(
     cd = compute_dtype(q)
     B, T = q.shape[0], q.shape[1]
     H, G, K, V = shapes.H, shapes.group, shapes.K, shapes.V
-    q, k, v, g, beta = (x.to(cd) for x in (q, k, v, g, beta))
-    if use_qk_l2norm:
-        q, k = l2norm(q), l2norm(k)
-    q = q * scale
     # Flatten (batch, q/k head, group) into one batch axis of N = B*H*G state matrices. Decode
     # is bound by the memory traffic of the [K, V] states, so each step touches them three
     # times, the fewest plain torch ops allow: one read for both k^T S and q^T S (one bmm with
     # the two rows stacked), then the decayed copy and the rank-1 write in place on it. The
     # output needs no read of the new state: with S' = a S + k c^T (c the scaled correction),
     # q^T S' = a q^T S + (q . k) c.
+    # At small head dims (the engine's per-token step on a small model) the cost is the number
+    # of torch calls instead, so the setup is written with as few as possible: k and q are
+    # stacked once and normalised and scaled together (one norm, one multiply).
     N = B * H * G
-    q, k = (x[:, :, :, None, :].expand(B, T, H, G, K).reshape(B, T, H * G, K) for x in (q, k))
-    kq = _per_matrix(torch.stack((k, q), dim=3))  # [N, T, 2, K]: rows k_t, q_t per matrix
-    qk = _per_matrix((q * k).sum(-1, keepdim=True))  # [N, T, 1]
-    decay = _per_matrix(g.exp().unsqueeze(-1))
-    beta, v = _per_matrix(beta.unsqueeze(-1)), _per_matrix(v)
-    state = q.new_zeros(N, K, V) if initial_state is None else initial_state.to(cd).reshape(N, K, V)
+    kq = torch.stack((k, q), dim=3).to(cd)  # [B, T, H, 2, K]: rows k_t, q_t
+    row_scale = _row_scale(scale, cd, q.device)
+    kq = kq * (_inv_norm(kq) * row_scale if use_qk_l2norm else row_scale)
+    qk = (kq[..., 0, :] * kq[..., 1, :]).sum(-1)  # [B, T, H]
+    if initial_state is None:
+        state = kq.new_zeros(N, K, V)
+    else:
+        state = initial_state.to(cd).reshape(N, K, V)
+    if T == 1:  # the engine's step: [B, 1, ...] is already in per-matrix order, no re-layout
+        kq1 = kq.reshape(B, H, 1, 2, K).expand(B, H, G, 2, K).reshape(N, 2, K)
+        qk1 = qk.reshape(B, H, 1).expand(B, H, G).reshape(N, 1)
+        o, state = _step(kq1, qk1, g.to(cd).reshape(N, 1), beta.to(cd).reshape(N, 1),
+                         v.to(cd).reshape(N, V), state)  # fmt: skip
+        return o.reshape(B, 1, H * G, V), state.reshape(B, H * G, K, V)
+    # -> [N, T, 2, K] and [N, T, 1]: each q/k head broadcast to its G value heads.
+    kq = kq.permute(0, 2, 1, 3, 4)[:, :, None].expand(B, H, G, T, 2, K).reshape(N, T, 2, K)
+    qk = qk.transpose(1, 2)[:, :, None, :].expand(B, H, G, T).reshape(N, T, 1)
+    g_n = _per_matrix(g.to(cd)).unsqueeze(-1)  # [N, T, 1]
+    beta_n = _per_matrix(beta.to(cd)).unsqueeze(-1)
+    v_n = _per_matrix(v.to(cd))  # [N, T, V]
     outputs = []
     for t in range(T):
-        a_t = decay[:, t]  # [N, 1]
-        read = torch.bmm(kq[:, t], state)  # [N, 2, V]: k^T S and q^T S
-        correction = beta[:, t] * (v[:, t] - a_t * read[:, 0])
-        outputs.append(a_t * read[:, 1] + qk[:, t] * correction)
-        state = torch.mul(state, a_t[:, :, None])
-        state.baddbmm_(kq[:, t, 0, :, None], correction[:, None, :])
+        o_t, state = _step(kq[:, t], qk[:, t], g_n[:, t], beta_n[:, t], v_n[:, t], state)
+        outputs.append(o_t)
     o = torch.stack(outputs, dim=1).reshape(B, H * G, T, V).transpose(1, 2)
     return o, state.reshape(B, H * G, K, V)
+
+
+def _step(
+    kq: torch.Tensor,
+    qk: torch.Tensor,
+    g: torch.Tensor,
+    beta: torch.Tensor,
+    v: torch.Tensor,
+    state: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One token for N state matrices: rows ``kq: [N, 2, K]`` (k, scaled q), ``qk, g, beta:
+    [N, 1]``, ``v: [N, V]``, ``state: [N, K, V]`` -> output ``[N, V]`` and the new state."""
+    a = g.exp()
+    read = torch.bmm(kq, state)  # [N, 2, V]: k^T S and q^T S
+    correction = beta * (v - a * read[:, 0])
+    out = torch.addcmul(a * read[:, 1], qk, correction)
+    new = torch.mul(state, a[:, :, None])
+    new.baddbmm_(kq[:, 0, :, None], correction[:, None, :])
+    return out, new
+
+
+@functools.lru_cache(maxsize=64)
+def _row_scale(scale: float, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """``[[1], [scale]]``: multiplies the stacked (k, q) rows (read-only, cached per call site)."""
+    return torch.tensor([[1.0], [scale]], dtype=dtype, device=device)
+
+
+def _inv_norm(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """``rsqrt(sum(x**2) + eps)`` over the last dim: the factor of :func:`l2norm`."""
+    return torch.rsqrt((x * x).sum(dim=-1, keepdim=True) + eps)
 
 
 def _per_matrix(x: torch.Tensor) -> torch.Tensor:
