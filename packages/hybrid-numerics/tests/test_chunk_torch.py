@@ -13,7 +13,7 @@ from hybrid_numerics import (
     gdn_gate,
     reference_gated_delta_rule,
 )
-from hybrid_numerics._chunk_torch import chunk_torch, torch_chunk_size
+from hybrid_numerics._chunk_torch import _UnitLowerInverse, chunk_torch, torch_chunk_size
 from hybrid_numerics._validate import validate_gdn_inputs
 
 from .conftest import GDNInputs, make_gdn_inputs, rms_rel
@@ -182,7 +182,7 @@ def test_torch_chunk_size_follows_the_key_head_dim() -> None:
     assert [torch_chunk_size(K) for K in (4, 16, 32, 64, 128, 256)] == [16, 16, 16, 32, 64, 64]
 
 
-@pytest.mark.parametrize("chunk_size", [8, 16, 32, 64])
+@pytest.mark.parametrize("chunk_size", [8, 16, 24, 32, 64])
 @pytest.mark.parametrize("with_h0", [True, False])
 def test_every_chunk_size_matches_the_oracle_with_gradients(chunk_size: int, with_h0: bool) -> None:
     # T = 150 is not a multiple of any chunk size: padding and several chunks at each C. The
@@ -214,3 +214,20 @@ def test_every_chunk_size_matches_the_oracle_with_gradients(chunk_size: int, wit
     got = torch.autograd.grad((o * do.float()).sum() + (s * ds.float()).sum(), leaves32)
     for name, a, e in zip(("dq", "dk", "dv", "dg", "dbeta", "dh0"), got, want, strict=False):
         assert rms_rel(a, e) <= TOL, (name, rms_rel(a, e))
+
+
+@pytest.mark.parametrize("n", [5, 8, 16, 24, 64])
+def test_unit_lower_inverse_and_its_gradient(n: int) -> None:
+    gen = torch.Generator().manual_seed(n)
+    a = torch.randn(3, n, n, generator=gen, dtype=torch.float64) * 0.3
+    eye = torch.eye(n, dtype=torch.float64)
+    want = torch.linalg.inv(eye + a.tril(-1))
+    got = _UnitLowerInverse.apply(a.float())
+    assert rms_rel(got, want) <= 1e-6  # the upper triangle and the diagonal of a are ignored
+    # Gradient: d/dA of <dX, (I + tril(A, -1))^-1>, against float64 autograd through inv().
+    a64 = a.clone().requires_grad_()
+    dx = torch.randn(3, n, n, generator=gen, dtype=torch.float64)
+    (want_grad,) = torch.autograd.grad((torch.linalg.inv(eye + a64.tril(-1)) * dx).sum(), a64)
+    a32 = a.float().requires_grad_()
+    (got_grad,) = torch.autograd.grad((_UnitLowerInverse.apply(a32) * dx.float()).sum(), a32)
+    assert rms_rel(got_grad, want_grad) <= 1e-6

@@ -208,11 +208,10 @@ def _chunk_batched(
     exp_gamma = gamma.exp().to(cd)
     k3 = kc.reshape(NC * B * H, C, K)
     kt = k3.transpose(1, 2)
-    # solve_triangular(unitriangular=True) reads only the strict lower triangle, so the UT
-    # system needs no tril(): the diagonal of beta*KK^T*D is never referenced.
+    # The inverse reads only the strict lower triangle, so the UT system needs no tril(): the
+    # diagonal of beta*KK^T*D is never referenced.
     system = torch.bmm(k3, kt).reshape(NC, B * H, 1, C, C) * decay * bc[..., :, None]
-    eye = torch.eye(C, dtype=cd, device=q.device)
-    inverse = torch.linalg.solve_triangular(system, eye, upper=False, unitriangular=True)
+    inverse = _UnitLowerInverse.apply(system)
     inverse = inverse * bc[..., None, :]  # (I + A)^-1 diag(beta)
     u = inverse @ vc  # [NC, BH, G, C, V]
     # w = inverse diag(exp(gamma)) K: the decay scales the [C, C] inverse's columns (cheaper than
@@ -230,6 +229,46 @@ def _chunk_batched(
     o.baddbmm_(qd.reshape(-1, C, K), states[:NC].reshape(-1, K, V))  # in place: no copy of o
     o = o.reshape(NC, B, H * G, C, V).permute(1, 0, 3, 2, 4).reshape(B, NC * C, H * G, V)
     return o[:, :T], states[NC].reshape(B, H * G, K, V)
+
+
+class _UnitLowerInverse(torch.autograd.Function):
+    """``(I + A)^-1`` for the strict lower triangle of ``A: [..., n, n]`` (the rest is ignored).
+
+    Forward: blocked, ``[[X11, 0], [-X22 A21 X11, X22]]`` with the diagonal halves of every
+    level inverted in one batched call, down to 8 x 8 blocks solved by ``solve_triangular``.
+    Batched triangular solves of many small matrices are slow on a CPU (one LAPACK call per
+    matrix): at 256 blocks of 64 x 64 this is ~2x faster, and the backward is two batched
+    products, ``dA = -strict_lower(X^T dX X^T)``, instead of autograd's solve-based formula.
+    """
+
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, a: torch.Tensor) -> torch.Tensor:
+        x = _unit_lower_inverse(a.detach())
+        ctx.save_for_backward(x)
+        return x
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx: torch.autograd.function.FunctionCtx, dx: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors  # type: ignore[attr-defined]
+        xt = x.transpose(-1, -2)
+        da: torch.Tensor = (xt @ dx @ xt).neg_().tril_(-1)
+        return da
+
+
+def _unit_lower_inverse(a: torch.Tensor, base: int = 8) -> torch.Tensor:
+    n = a.shape[-1]
+    if n <= base or n % 2:
+        eye = torch.eye(n, dtype=a.dtype, device=a.device)
+        x: torch.Tensor = torch.linalg.solve_triangular(a, eye, upper=False, unitriangular=True)
+        return x
+    m = n // 2
+    halves = _unit_lower_inverse(torch.stack((a[..., :m, :m], a[..., m:, m:])), base)
+    x = a.new_zeros(a.shape)
+    x[..., :m, :m] = halves[0]
+    x[..., m:, m:] = halves[1]
+    torch.matmul(-(halves[1] @ a[..., m:, :m]), halves[0], out=x[..., m:, :m])
+    return x
 
 
 def _inv_norm(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
