@@ -7,6 +7,11 @@ Three workloads on Qwen3.5 head dims (K = V = 128) with grouped value heads:
   (trainer step), gradients for q, k, v, g, beta and the initial state;
 * ``decode``: one token for a batch of sequences from an FP32 state (engine step).
 
+and the same three at the shape the Arctic-SWE app trains and decodes its tiny policy at
+(``app_*`` rows; ``--app-shape``, default ``B=8, T=800, H=2, HV=4, K=V=32``), with the fused
+FP32 gate (``A_log``, ``dt_bias``; gradients reach both) as the app's patched layers call it.
+The transformers side computes the same gate in FP32 first, as its Qwen3.5 layer does.
+
 Ours and ``transformers.models.qwen3_5.modeling_qwen3_5.torch_{chunk,recurrent}_gated_delta_rule``
 run alternately (``--repeats`` pairs after a warm-up) in the same process; reported are the
 median times and the median of the per-pair ratios theirs / ours (> 1: we are faster), which
@@ -40,6 +45,21 @@ from hybrid_numerics import (
 Tensors = tuple[torch.Tensor, ...]
 
 
+def make_app_inputs(b: int, t: int, h: int, hv: int, d: int, seed: int) -> Tensors:
+    """Like :func:`make_inputs` with the raw gate input ``a`` in place of ``g``, then ``A_log``
+    (log of U(1, 16), as Qwen3.5 initialises it) and ``dt_bias``."""
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randn(b, t, h, d, generator=gen)
+    k = torch.randn(b, t, h, d, generator=gen)
+    v = torch.randn(b, t, hv, d, generator=gen)
+    a = torch.randn(b, t, hv, generator=gen)
+    beta = torch.rand(b, t, hv, generator=gen)
+    h0 = torch.randn(b, hv, d, d, generator=gen) * 0.1
+    a_log = torch.log(torch.empty(hv).uniform_(1.0, 16.0, generator=gen))
+    dt_bias = torch.rand(hv, generator=gen)
+    return q, k, v, a, beta, h0, a_log, dt_bias
+
+
 def make_inputs(b: int, t: int, h: int, hv: int, d: int, seed: int) -> Tensors:
     gen = torch.Generator().manual_seed(seed)
     q = torch.randn(b, t, h, d, generator=gen)
@@ -58,14 +78,27 @@ def seconds(fn: Callable[[], object]) -> float:
 
 
 def paired(
-    ours_fn: Callable[[], object], theirs_fn: Callable[[], object], repeats: int
+    ours_fn: Callable[[], object],
+    theirs_fn: Callable[[], object],
+    repeats: int,
+    inner: int = 1,
 ) -> dict[str, float]:
     """Alternate ours / theirs ``repeats`` times after a warm-up of each. On a shared machine the
     load changes within seconds; the median of per-pair ratios compares runs that saw the same
-    load, which the ratio of two separate medians does not."""
+    load, which the ratio of two separate medians does not. ``inner`` calls per sample (for
+    sub-millisecond steps); the times reported are per call."""
+
+    def many(fn: Callable[[], object]) -> Callable[[], None]:
+        def run() -> None:
+            for _ in range(inner):
+                fn()
+
+        return run
+
+    ours_fn, theirs_fn = many(ours_fn), many(theirs_fn)
     ours_fn()
     theirs_fn()
-    pairs = [(seconds(ours_fn), seconds(theirs_fn)) for _ in range(repeats)]
+    pairs = [(seconds(ours_fn) / inner, seconds(theirs_fn) / inner) for _ in range(repeats)]
     return {
         "ours_ms": round(statistics.median(a for a, _ in pairs) * 1e3, 3),
         "transformers_ms": round(statistics.median(b for _, b in pairs) * 1e3, 3),
@@ -77,7 +110,8 @@ def ours(kind: str) -> Callable[..., tuple[torch.Tensor, torch.Tensor | None]]:
     fn = chunk_gated_delta_rule if kind == "chunk" else fused_recurrent_gated_delta_rule
 
     def run(*x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        q, k, v, g, beta, h0 = x
+        q, k, v, g, beta, h0, *gate = x  # gate: (A_log, dt_bias) for the app rows; g is then `a`
+        a_log, dt_bias = gate if gate else (None, None)
         return fn(
             q,
             k,
@@ -87,6 +121,8 @@ def ours(kind: str) -> Callable[..., tuple[torch.Tensor, torch.Tensor | None]]:
             initial_state=h0,
             output_final_state=True,
             use_qk_l2norm=True,
+            A_log=a_log,
+            dt_bias=dt_bias,
             backend="torch",
         )
 
@@ -99,7 +135,10 @@ def theirs(kind: str) -> Callable[..., tuple[torch.Tensor, torch.Tensor | None]]
     fn = hf.torch_chunk_gated_delta_rule if kind == "chunk" else hf.torch_recurrent_gated_delta_rule
 
     def run(*x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        q, k, v, g, beta, h0 = x
+        q, k, v, g, beta, h0, *gate = x
+        if gate:  # what transformers' Qwen3.5 layer computes before calling the kernel
+            a_log, dt_bias = gate
+            g = -a_log.float().exp() * functional.softplus(g.float() + dt_bias)
         out: tuple[torch.Tensor, torch.Tensor | None] = fn(
             q,
             k,
@@ -167,31 +206,44 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     parser.add_argument("--accuracy-T", type=int, default=1024, help="T for the float64 comparison")
+    parser.add_argument(
+        "--app-shape",
+        default="8,800,2,4,32",
+        help="B,T,H_qk,HV,K (=V) of the app_* rows: the Arctic-SWE tiny policy's GDN layers",
+    )
     args = parser.parse_args()
     if args.smoke:
         args.T, args.heads, args.decode_batch, args.repeats, args.accuracy_T = 128, "1,2", 4, 1, 64
+        args.app_shape = "2,64,2,4,32"
     torch.set_num_threads(args.threads)
     h, hv = (int(x) for x in args.heads.split(","))
     d = 32 if args.smoke else 128
+    ab, at, ah, ahv, ad = (int(x) for x in args.app_shape.split(","))
     results: dict[str, Any] = {}
     chunk_inputs = make_inputs(1, args.T, h, hv, d, seed=0)
     decode_inputs = make_inputs(args.decode_batch, 1, h, hv, d, seed=2)
-    workloads: list[tuple[str, str, Tensors, Callable[..., Callable[[], None]]]] = [
-        ("forward", "chunk", chunk_inputs, forward_step),
-        ("forward_backward", "chunk", chunk_inputs, forward_backward_step),
-        ("decode", "recurrent", decode_inputs, forward_step),
+    app_inputs = make_app_inputs(ab, at, ah, ahv, ad, seed=3)
+    app_decode = make_app_inputs(ab, 1, ah, ahv, ad, seed=4)
+    workloads: list[tuple[str, str, Tensors, Callable[..., Callable[[], None]], int]] = [
+        ("forward", "chunk", chunk_inputs, forward_step, 1),
+        ("forward_backward", "chunk", chunk_inputs, forward_backward_step, 1),
+        ("decode", "recurrent", decode_inputs, forward_step, 1),
+        ("app_forward", "chunk", app_inputs, forward_step, 1),
+        ("app_forward_backward", "chunk", app_inputs, forward_backward_step, 1),
+        ("app_decode", "recurrent", app_decode, forward_step, 50),
     ]
-    for name, kind, x, make_step in workloads:
-        row = paired(make_step(ours(kind), x), make_step(theirs(kind), x), args.repeats)
+    for name, kind, x, make_step, inner in workloads:
+        row = paired(make_step(ours(kind), x), make_step(theirs(kind), x), args.repeats, inner)
         results[name] = row
         print(
-            f"{name:17s} ours {row['ours_ms']:9.2f} ms   transformers {row['transformers_ms']:9.2f} ms   x{row['speedup']:.2f}"
+            f"{name:21s} ours {row['ours_ms']:9.3f} ms   transformers {row['transformers_ms']:9.3f} ms   x{row['speedup']:.2f}"
         )
     results["accuracy_vs_float64"] = accuracy(args.accuracy_T, h, hv, d)
     summary = {
         "benchmark": "gdn_cpu",
         "smoke": args.smoke,
         "shape": {"T": args.T, "H": h, "HV": hv, "K": d, "V": d, "decode_batch": args.decode_batch},
+        "app_shape": {"B": ab, "T": at, "H": ah, "HV": ahv, "K": ad, "V": ad, "fused_gate": True},
         "threads": args.threads,
         "machine": f"{platform.machine()} {os.cpu_count()} cpu, torch {torch.__version__}",
         **results,
