@@ -13,7 +13,12 @@ from hybrid_numerics import (
     gdn_gate,
     reference_gated_delta_rule,
 )
-from hybrid_numerics._chunk_torch import _UnitLowerInverse, chunk_torch, torch_chunk_size
+from hybrid_numerics._chunk_torch import (
+    _PairwiseDecay,
+    _UnitLowerInverse,
+    chunk_torch,
+    torch_chunk_size,
+)
 from hybrid_numerics._validate import validate_gdn_inputs
 
 from .conftest import GDNInputs, make_gdn_inputs, rms_rel
@@ -231,3 +236,25 @@ def test_unit_lower_inverse_and_its_gradient(n: int) -> None:
     a32 = a.float().requires_grad_()
     (got_grad,) = torch.autograd.grad((_UnitLowerInverse.apply(a32) * dx.float()).sum(), a32)
     assert rms_rel(got_grad, want_grad) <= 1e-6
+
+
+def test_pairwise_decay_is_causal_flushes_negligible_entries_and_has_the_right_gradient() -> None:
+    gen = torch.Generator().manual_seed(0)
+    # Strong decays: most in-chunk differences fall below -60 (and below FP32 underflow).
+    g = -torch.rand(2, 16, generator=gen, dtype=torch.float64) * 12
+    gamma = g.cumsum(-1).requires_grad_()
+    decay = _PairwiseDecay.apply(gamma, torch.float32)
+    diff = gamma[..., :, None] - gamma[..., None, :]
+    want = torch.exp(diff).tril()
+    assert decay.dtype == torch.float32
+    assert (decay.triu(1) == 0).all()
+    negligible = want < 1e-27  # exp(-60) = 8.8e-27 is the cut
+    assert negligible.tril().any()  # the flush is exercised
+    assert (decay[negligible] == 0).all()
+    assert (decay[want > 1e-25] > 0).all()
+    assert rms_rel(decay, want) <= 1e-7
+    dd = torch.randn(2, 16, 16, generator=gen, dtype=torch.float64)
+    (got,) = torch.autograd.grad((decay * dd.float()).sum(), gamma)
+    (exact,) = torch.autograd.grad((want * dd).sum(), gamma)
+    assert got.dtype == torch.float64
+    assert rms_rel(got, exact) <= 1e-6

@@ -199,12 +199,7 @@ def _chunk_batched(
     # In-chunk cumulative log decay and its pairwise differences in float64 (see prepare_chunks:
     # the FP32 cumsum was the largest error term); the heavy products below stay FP32.
     gamma = gc.double().cumsum(-1)
-    upper = torch.ones(C, C, dtype=torch.bool, device=q.device).triu(1)
-    # The differences are rounded to FP32 only after the float64 subtraction (relative error
-    # 6e-8 of the difference itself, unlike the FP32 cumsum's error of the running sum), and
-    # the exp runs in FP32: several times cheaper than a float64 exp over [.., C, C].
-    decay = (gamma[..., :, None] - gamma[..., None, :]).masked_fill_(upper, float("-inf"))
-    decay = decay.to(cd).exp_()  # [NC, BH, G, C, C], zero above the diagonal
+    decay = _PairwiseDecay.apply(gamma, cd)  # [NC, BH, G, C, C], zero above the diagonal
     exp_gamma = gamma.exp().to(cd)
     k3 = kc.reshape(NC * B * H, C, K)
     kt = k3.transpose(1, 2)
@@ -229,6 +224,43 @@ def _chunk_batched(
     o.baddbmm_(qd.reshape(-1, C, K), states[:NC].reshape(-1, K, V))  # in place: no copy of o
     o = o.reshape(NC, B, H * G, C, V).permute(1, 0, 3, 2, 4).reshape(B, NC * C, H * G, V)
     return o[:, :T], states[NC].reshape(B, H * G, K, V)
+
+
+class _PairwiseDecay(torch.autograd.Function):
+    """``D_ij = exp(gamma_i - gamma_j)`` for ``i >= j``, else 0, from the float64 in-chunk
+    cumulative log decay ``gamma: [..., C]``; ``D`` in the compute dtype.
+
+    The differences are rounded to FP32 only after the float64 subtraction (relative error 6e-8
+    of the difference itself, unlike the FP32 cumsum's error of the running sum), and the exp
+    runs in FP32 (several times cheaper than a float64 exp over ``[.., C, C]``). Differences
+    below ``-60`` (``D < 1e-26``; ``-600`` for float64) are set to exactly 0 with the upper
+    triangle: far below the rounding of anything they multiply, and a CPU ``exp`` is 3x slower
+    on ``-inf`` and 10-30x slower below ``-87`` (FP32 underflow and denormals), which strong
+    decays (large ``A_log``) produce for most entries of a chunk. Backward:
+    ``dgamma_i = sum_j t_ij - sum_j t_ji`` with ``t = dD * D``.
+    """
+
+    @staticmethod
+    def forward(
+        ctx: torch.autograd.function.FunctionCtx, gamma: torch.Tensor, dtype: torch.dtype
+    ) -> torch.Tensor:
+        C = gamma.shape[-1]
+        floor = -600.0 if dtype == torch.float64 else -60.0
+        diff = (gamma[..., :, None] - gamma[..., None, :]).to(dtype)
+        dead = diff < floor
+        dead |= torch.ones(C, C, dtype=torch.bool, device=gamma.device).triu(1)
+        decay = diff.clamp_(floor, 0.0).exp_().masked_fill_(dead, 0.0)
+        ctx.save_for_backward(decay)
+        return decay
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(
+        ctx: torch.autograd.function.FunctionCtx, d_decay: torch.Tensor
+    ) -> tuple[torch.Tensor, None]:
+        (decay,) = ctx.saved_tensors  # type: ignore[attr-defined]
+        t = d_decay * decay
+        return (t.sum(-1) - t.sum(-2)).double(), None
 
 
 class _UnitLowerInverse(torch.autograd.Function):
