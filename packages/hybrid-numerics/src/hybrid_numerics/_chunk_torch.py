@@ -188,42 +188,71 @@ def _chunk_batched(
     H, G, K, V = shapes.H, shapes.group, shapes.K, shapes.V
     NC = -(-T // C)
     q, k, v, g, beta = (x.to(cd) for x in (q, k, v, g, beta))
+    # The temporaries live only inside _state_free_terms (its locals die when it returns) and u,
+    # w, kd are dropped after the scan: the peak working set matters on a CPU, where glibc
+    # returns freed heap to the OS and every page of the next call's fresh memory costs a fault.
+    u, w, kd, chunk_decay, attn, qd = _state_free_terms(
+        q, k, v, g, beta, shapes, scale, use_qk_l2norm, C
+    )
+    states, fresh = _scan_states(u, w, kd, chunk_decay, initial_state, K)
+    del u, w, kd
+    # O = attn (u - w S) + qd S, one batched product over every (chunk, head) pair.
+    o = torch.bmm(attn.reshape(-1, C, C), fresh.reshape(-1, C, V))
+    o.baddbmm_(qd.reshape(-1, C, K), states[:NC].reshape(-1, K, V))  # in place: no copy of o
+    # A copy, not a view: a view would keep all NC + 1 states alive as long as the caller
+    # holds the final state.
+    final = states[NC].reshape(B, H * G, K, V).clone()
+    del states, fresh, attn, qd
+    o = o.reshape(NC, B, H * G, C, V).permute(1, 0, 3, 2, 4).reshape(B, NC * C, H * G, V)
+    return o[:, :T], final
+
+
+def _state_free_terms(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor,
+    beta: torch.Tensor,
+    shapes: GDNShapes,
+    scale: float,
+    use_qk_l2norm: bool,
+    C: int,
+) -> tuple[torch.Tensor, ...]:
+    """``u, w, kd, chunk_decay, attn, qd`` in the chunk-major layout (compute-dtype inputs)."""
+    cd = q.dtype
+    B, T = q.shape[0], q.shape[1]
+    H, G, K = shapes.H, shapes.group, shapes.K
+    NC = -(-T // C)
     # The scale rides on the l2norm's per-row factor: one pass over q instead of two.
-    q = q * (_inv_norm(q) * scale) if use_qk_l2norm else q * scale
-    k = k * _inv_norm(k) if use_qk_l2norm else k
-    qc = _chunk_major(q, NC, C, 1)  # [NC, BH, 1, C, K]
-    kc = _chunk_major(k, NC, C, 1)
-    vc = _chunk_major(v, NC, C, G)  # [NC, BH, G, C, V]
+    qc = _chunk_major(q * (_inv_norm(q) * scale) if use_qk_l2norm else q * scale, NC, C, 1)
+    kc = _chunk_major(k * _inv_norm(k) if use_qk_l2norm else k, NC, C, 1)  # [NC, BH, 1, C, K]
     gc = _chunk_major(g.unsqueeze(-1), NC, C, G).squeeze(-1)  # [NC, BH, G, C]
     bc = _chunk_major(beta.unsqueeze(-1), NC, C, G).squeeze(-1)
     # In-chunk cumulative log decay and its pairwise differences in float64 (see prepare_chunks:
     # the FP32 cumsum was the largest error term); the heavy products below stay FP32.
     gamma = gc.double().cumsum(-1)
     decay = _PairwiseDecay.apply(gamma, cd)  # [NC, BH, G, C, C], zero above the diagonal
-    exp_gamma = gamma.exp().to(cd)
+    exp_gamma = _exp_flushed(gamma, cd)
     k3 = kc.reshape(NC * B * H, C, K)
     kt = k3.transpose(1, 2)
     # The inverse reads only the strict lower triangle, so the UT system needs no tril(): the
     # diagonal of beta*KK^T*D is never referenced.
     system = torch.bmm(k3, kt).reshape(NC, B * H, 1, C, C) * decay * bc[..., :, None]
     inverse = _UnitLowerInverse.apply(system)
+    del system
     inverse = inverse * bc[..., None, :]  # (I + A)^-1 diag(beta)
-    u = inverse @ vc  # [NC, BH, G, C, V]
+    u = inverse @ _chunk_major(v, NC, C, G)  # [NC, BH, G, C, V]
     # w = inverse diag(exp(gamma)) K: the decay scales the [C, C] inverse's columns (cheaper than
     # the [C, K] keys), and the G value heads stack as rows over their shared key block.
     w = torch.bmm((inverse * exp_gamma[..., None, :]).reshape(NC * B * H, G * C, C), k3)
+    del inverse
     w = w.reshape(NC, B * H, G, C, K)
     gamma_last = gamma[..., -1:]
-    kd = kc * torch.exp(gamma_last - gamma).to(cd)[..., None]  # keys decayed to the chunk end
+    kd = kc * _exp_flushed(gamma_last - gamma, cd)[..., None]  # keys decayed to the chunk end
     qk = torch.bmm(qc.reshape(NC * B * H, C, K), kt).reshape(NC, B * H, 1, C, C)
     attn = qk * decay  # decayed causal scores incl. the diagonal
     qd = qc * exp_gamma[..., None]
-    states, fresh = _scan_states(u, w, kd, gamma_last.exp().to(cd), initial_state, K)
-    # O = attn (u - w S) + qd S, one batched product over every (chunk, head) pair.
-    o = torch.bmm(attn.reshape(-1, C, C), fresh.reshape(-1, C, V))
-    o.baddbmm_(qd.reshape(-1, C, K), states[:NC].reshape(-1, K, V))  # in place: no copy of o
-    o = o.reshape(NC, B, H * G, C, V).permute(1, 0, 3, 2, 4).reshape(B, NC * C, H * G, V)
-    return o[:, :T], states[NC].reshape(B, H * G, K, V)
+    return u, w, kd, _exp_flushed(gamma_last, cd), attn, qd
 
 
 class _PairwiseDecay(torch.autograd.Function):
@@ -301,6 +330,16 @@ def _unit_lower_inverse(a: torch.Tensor, base: int = 8) -> torch.Tensor:
     x[..., m:, m:] = halves[1]
     torch.matmul(-(halves[1] @ a[..., m:, :m]), halves[0], out=x[..., m:, :m])
     return x
+
+
+def _exp_flushed(log_x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``exp(log_x)`` in ``dtype`` with factors below ``exp(-60)`` (``exp(-600)`` in float64)
+    set to exactly 0, as in :class:`_PairwiseDecay`. Strong decays otherwise leave FP32
+    denormals in the decayed keys / queries and the chunk decay, and every product that touches
+    a denormal on a CPU is an order of magnitude slower (measured: the scan's state decay and the
+    key/query scaling took 4-10x longer at the app's gate parameters)."""
+    floor = -600.0 if dtype == torch.float64 else -60.0
+    return log_x.exp().to(dtype).masked_fill(log_x < floor, 0.0)
 
 
 def _inv_norm(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
