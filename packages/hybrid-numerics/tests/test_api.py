@@ -38,6 +38,16 @@ def test_gather_and_scatter_skip_negative_slots() -> None:
     assert torch.isnan(pool[1]).all()
 
 
+def test_gather_and_scatter_fast_path_when_every_slot_is_live() -> None:
+    pool = torch.arange(3 * 2 * 2 * 2, dtype=torch.float32).reshape(3, 2, 2, 2)
+    slots = torch.tensor([2, 0], dtype=torch.int32)
+    fast = gather_states(pool, slots, torch.float32, all_live=True)
+    assert torch.equal(fast, gather_states(pool, slots, torch.float32))
+    scatter_states(pool, slots, torch.full((2, 2, 2, 2), 7.0), all_live=True)
+    assert (pool[[0, 2]] == 7).all()
+    assert torch.equal(pool[1], torch.arange(8, 16, dtype=torch.float32).reshape(2, 2, 2))
+
+
 class SlotPool(RuleBasedStateMachine):
     """Sequences are admitted (chunk prefill into a free slot), decoded in arbitrary subsets
     (recurrent, one token, in place) and evicted; every live slot must always hold the oracle's

@@ -107,3 +107,14 @@ def test_state_cache_and_initial_state_are_exclusive() -> None:
             state_cache=torch.zeros(1, 4, 8, 4),
             state_indices=torch.tensor([0]),
         )
+
+
+def test_validate_state_cache_reports_whether_every_slot_is_live() -> None:
+    from hybrid_numerics._validate import GDNShapes, validate_state_cache
+
+    shapes = GDNShapes(B=2, T=1, H=1, HV=1, K=2, V=2, N=2)
+    pool = torch.zeros(4, 1, 2, 2)
+    cpu = torch.device("cpu")
+    assert validate_state_cache(pool, torch.tensor([3, 0]), shapes, None, cpu) is True
+    assert validate_state_cache(pool, torch.tensor([3, -1]), shapes, None, cpu) is False
+    assert validate_state_cache(None, None, shapes, None, cpu) is False

@@ -127,7 +127,7 @@ def _run(
         cu_seqlens=cu_seqlens,
         gate_params=gate_params,
     )
-    validate_state_cache(state_cache, state_indices, shapes, initial_state, q.device)
+    all_live = validate_state_cache(state_cache, state_indices, shapes, initial_state, q.device)
     if A_log is not None:
         g = gdn_gate(g, A_log, dt_bias)
     scale_value = shapes.K**-0.5 if scale is None else float(scale)
@@ -155,7 +155,7 @@ def _run(
     if use_cache:
         assert state_cache is not None
         assert state_indices is not None
-        initial_state = gather_states(state_cache, state_indices, compute_dtype(q))
+        initial_state = gather_states(state_cache, state_indices, compute_dtype(q), all_live)
     fn = chunk_torch if mode == "chunk" else recurrent_torch
     o, final = fn(
         q,
@@ -174,7 +174,7 @@ def _run(
         assert final is not None
         assert state_cache is not None
         assert state_indices is not None
-        scatter_states(state_cache, state_indices, final)
+        scatter_states(state_cache, state_indices, final, all_live)
     return o.to(v.dtype), (final if output_final_state else None)
 
 
@@ -191,10 +191,16 @@ def _choose_backend(backend: Backend, *tensors: torch.Tensor | None) -> Literal[
 
 
 def gather_states(
-    state_cache: torch.Tensor, state_indices: torch.Tensor, dtype: torch.dtype
+    state_cache: torch.Tensor,
+    state_indices: torch.Tensor,
+    dtype: torch.dtype,
+    all_live: bool = False,
 ) -> torch.Tensor:
-    """Initial states ``[N, HV, K, V]`` from cache slots (negative slot -> zeros)."""
+    """Initial states ``[N, HV, K, V]`` from cache slots (negative slot -> zeros).
+    ``all_live``: the caller knows every slot is ``>= 0`` (one gather, no masking)."""
     idx = state_indices.long()
+    if all_live:
+        return state_cache.index_select(0, idx).to(dtype)
     live = idx >= 0
     states = state_cache.index_select(0, idx.clamp(min=0)).to(dtype)
     # where(), not a multiply: an unused slot may hold anything, including NaN.
@@ -203,9 +209,15 @@ def gather_states(
 
 @torch.no_grad()
 def scatter_states(
-    state_cache: torch.Tensor, state_indices: torch.Tensor, final: torch.Tensor
+    state_cache: torch.Tensor,
+    state_indices: torch.Tensor,
+    final: torch.Tensor,
+    all_live: bool = False,
 ) -> None:
     """Write final states back into their slots in place (negative slots are skipped)."""
     idx = state_indices.long()
+    if all_live:
+        state_cache.index_copy_(0, idx, final.detach().to(state_cache.dtype))
+        return
     live = (idx >= 0).nonzero().squeeze(1)
     state_cache.index_copy_(0, idx[live], final.detach()[live].to(state_cache.dtype))

@@ -161,14 +161,15 @@ def validate_state_cache(
     shapes: GDNShapes,
     initial_state: torch.Tensor | None,
     device: torch.device,
-) -> None:
+) -> bool:
     """Check an in-place FP32 state cache ``[S, HV, K, V]`` and its per-sequence slots ``[N]``.
 
     Slots must be distinct (two sequences writing one slot would race); a negative slot means
     "no cached state": the sequence starts from zeros and its final state is not written back.
+    Returns whether every slot is live (``>= 0``), which lets the caller skip the masking.
     """
     if state_cache is None and state_indices is None:
-        return
+        return False
     _require(
         state_cache is not None and state_indices is not None,
         "state_cache and state_indices must be given together",
@@ -203,3 +204,4 @@ def validate_state_cache(
         f"state_indices {slots} out of range for {state_cache.shape[0]} slots",
     )
     _require(len(set(live)) == len(live), f"state_indices must be distinct, got {slots}")
+    return len(live) == len(slots)
