@@ -154,6 +154,18 @@ def test_kill_and_resume_continues_with_identical_deck_state(world: World, tmp_p
     assert latest_checkpoint(run.checkpoints) == run.checkpoints / "step-4"
 
 
+def test_fp32_numerics_off_shows_as_train_inference_mismatch(world: World, tmp_path: Path) -> None:
+    """The ablation rounds the engines' stored recurrent state to bf16 while the trainer stays
+    FP32: the trainer's recomputed log-probs then disagree with the rollout's (paper §3.3)."""
+    kls = {}
+    for name, extra in (("recipe", ()), ("ablated", ("trainer.fp32_numerics=false",))):
+        config = _config("run.updates=1", *extra)
+        run = prepare_run_dir(tmp_path / name, config, resume=False)
+        kls[name] = run_overfit(config, run, world.inputs).records[0].mismatch_kl
+    assert kls["recipe"] < 1e-9, kls
+    assert kls["ablated"] > 10 * max(kls["recipe"], 1e-14), kls  # ~70x measured
+
+
 class FailingEngine(TorchEngine):
     """A real torch engine whose first ``generate`` raises (a crashed inference server)."""
 

@@ -30,6 +30,17 @@ def test_every_ablation_flag_maps_to_one_config_change() -> None:
     assert config.trainer.lr == 1e-3
 
 
+def test_harness_and_engine_ablations_reach_the_parts_that_run_them() -> None:
+    from arctic_swe.orchestrator import harness_config
+
+    ablated = resolve_config(_parse("--no-gated-reward", "--lenient-format", "--no-fp32-numerics"))
+    harness = harness_config(ablated)
+    assert (harness.gated_reward, harness.strict_format) == (False, False)
+    assert not ablated.trainer.fp32_numerics
+    recipe = harness_config(resolve_config(_parse()))
+    assert (recipe.gated_reward, recipe.strict_format) == (True, True)
+
+
 def test_set_wins_over_flags_and_presets() -> None:
     config = resolve_config(_parse("--preset", "paper", "--set", "deck.pool_size=40"))
     assert config.deck.pool_size == 40
@@ -43,7 +54,7 @@ def test_set_wins_over_flags_and_presets() -> None:
         (["--set", "run.updates=ten"], "run.updates: must be int"),
         (["--set", "deck.groups_per_update=99"], "cannot be drawn from 16 tasks"),
         (["--preset", "galactic"], "unknown preset"),
-        (["--no-gated-reward"], "no ungated mode"),
+        (["--set", "harness.gated_reward=1"], "harness.gated_reward"),
         (["--resume"], "nothing to resume"),
     ],
 )

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+import torch
+
 from arctic_swe.engine._errors import EngineError
 
 FinishReason = Literal["stop", "max_tokens", "context", "cancelled"]
@@ -25,6 +27,9 @@ class EngineConfig:
       bounds the attention scratch memory of long prompts).
     * ``prefill_token_budget`` — the most padded tokens (rows x longest chunk) in one prefill
       forward; sequences beyond it wait for the next step.
+    * ``state_dtype`` — storage precision of the Gated DeltaNet recurrent state between steps:
+      ``torch.float32`` (the recipe) or ``torch.bfloat16`` (the "FP32 numerics off" ablation:
+      each stored state is rounded, like an engine whose state cache has the model dtype).
     """
 
     engine_id: str = "torch-0"
@@ -34,6 +39,7 @@ class EngineConfig:
     max_seq_len: int | None = None
     prefill_chunk: int = 1024
     prefill_token_budget: int = 8192
+    state_dtype: torch.dtype = torch.float32
 
     def __post_init__(self) -> None:
         if not self.engine_id:
@@ -46,6 +52,10 @@ class EngineConfig:
             raise EngineError(f"max_seq_len must be >= 2, got {self.max_seq_len}")
         if self.prefill_token_budget < self.prefill_chunk:
             raise EngineError("prefill_token_budget must be >= prefill_chunk")
+        if self.state_dtype not in (torch.float32, torch.bfloat16, torch.float16):
+            raise EngineError(
+                f"state_dtype must be float32, bfloat16 or float16: {self.state_dtype}"
+            )
         if any(isinstance(t, bool) or not isinstance(t, int) or t < 0 for t in self.stop_token_ids):
             raise EngineError("stop_token_ids must be non-negative ints")
 

@@ -111,7 +111,9 @@ class EngineCore:
         self.vocab_size: int = int(model_config.vocab_size)
         self.max_seq_len: int = config.max_seq_len or int(model_config.max_position_embeddings)
         weight: torch.Tensor = model.get_submodule("model.embed_tokens").weight  # type: ignore[assignment]
-        self.pools = CachePools(model_config, config.capacity, weight.device, weight.dtype)
+        self.pools = CachePools(
+            model_config, config.capacity, weight.device, weight.dtype, config.state_dtype
+        )
         self.free_slots: list[int] = list(range(config.capacity))[::-1]
         self.residents: dict[int, Resident] = {}
         self.waiting: deque[Job] = deque()

@@ -128,6 +128,7 @@ def _gated_delta_net(
         )  # fmt: skip
         o = o_packed.new_zeros(n_seq, width, *o_packed.shape[2:])
         o[batch.valid] = o_packed[0]
+    pools.round_states(index, batch.slots)
     o = mod.norm(o.reshape(-1, mod.head_v_dim), z.reshape(-1, mod.head_v_dim))
     out: torch.Tensor = mod.out_proj(o.reshape(n_seq, width, -1))
     return out

@@ -2,7 +2,9 @@
 
 Each Gated DeltaNet layer keeps, per slot, the last ``K - 1`` inputs of its short causal
 convolution (``conv [S, C, K-1]``, model dtype) and the recurrent state
-(``recurrent [S, HV, Dk, Dv]``, **always FP32**, seed 000 §3.3); each full-attention layer keeps
+(``recurrent [S, HV, Dk, Dv]``, held in FP32, seed 000 §3.3 — ``state_dtype=torch.bfloat16``
+is the paper's ablation: every stored state is rounded to bf16, as in an engine whose state
+cache uses the model dtype); each full-attention layer keeps
 keys and values (``[S, H_kv, L, D]``), grown by doubling as sequences get longer. A slot is just
 an index: sequences never move, so a batched step gathers its rows with ``index_select``.
 """
@@ -19,9 +21,15 @@ class CachePools:
     """The cache tensors of every layer for ``capacity`` slots."""
 
     def __init__(
-        self, config: Qwen3_5TextConfig, capacity: int, device: torch.device, dtype: torch.dtype
+        self,
+        config: Qwen3_5TextConfig,
+        capacity: int,
+        device: torch.device,
+        dtype: torch.dtype,
+        state_dtype: torch.dtype = torch.float32,
     ) -> None:
         self.capacity = capacity
+        self.state_dtype = state_dtype
         self.layer_types: tuple[str, ...] = tuple(config.layer_types or ())
         self.conv: dict[int, torch.Tensor] = {}
         self.recurrent: dict[int, torch.Tensor] = {}
@@ -83,6 +91,16 @@ class CachePools:
         for store in (self.conv, self.recurrent):
             for tensor in store.values():
                 tensor.index_fill_(0, index, 0.0)
+
+    @torch.no_grad()
+    def round_states(self, index: int, slots: torch.Tensor) -> None:
+        """Round layer ``index``'s stored states of ``slots`` to ``state_dtype`` (in place; a
+        no-op for the FP32 default)."""
+        if self.state_dtype == torch.float32:
+            return
+        state = self.recurrent[index]
+        rows = state.index_select(0, slots)
+        state.index_copy_(0, slots, rows.to(self.state_dtype).to(torch.float32))
 
     @property
     def device(self) -> torch.device:

@@ -22,6 +22,12 @@ class HarnessConfig:
     * ``observation_chars`` — tool output longer than this is cut (head and tail kept).
     * ``invalid_reward`` — the gated reward of a failed episode (0, or -1 where configured).
     * ``exec_timeout_s`` — wall-clock limit of one ``execute_bash``.
+    * ``gated_reward`` — the recipe (True): any violation ends the episode with
+      ``invalid_reward`` and only a clean submit is graded. False is the paper's ablation: only
+      a submit or a budget ends the episode, an invalid turn gets an error observation, and the
+      reward is the grade of the final repository state (see ``_ablations``).
+    * ``strict_format`` — the recipe (True): swe-formatcheck's raw check decides. False is the
+      ablation: a malformed turn a lenient regex parser can repair is executed.
     """
 
     max_turns: int = 100
@@ -31,6 +37,8 @@ class HarnessConfig:
     invalid_reward: float = 0.0
     exec_timeout_s: float = 60.0
     system_prompt: str = SYSTEM_PROMPT
+    gated_reward: bool = True
+    strict_format: bool = True
 
     def __post_init__(self) -> None:
         for name in ("max_turns", "max_tokens", "max_new_tokens", "observation_chars"):
@@ -39,6 +47,9 @@ class HarnessConfig:
                 raise HarnessError(f"{name} must be a positive int, got {value!r}")
         if self.invalid_reward > 0:
             raise HarnessError(f"invalid_reward must be <= 0, got {self.invalid_reward}")
+        for name in ("gated_reward", "strict_format"):
+            if not isinstance(getattr(self, name), bool):
+                raise HarnessError(f"{name} must be a bool, got {getattr(self, name)!r}")
         if self.exec_timeout_s <= 0:
             raise HarnessError(f"exec_timeout_s must be positive, got {self.exec_timeout_s}")
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from transformers import PreTrainedTokenizerFast
 
 from arctic_swe.chat import encode, observation_text, render_conversation
+from arctic_swe.harness._ablations import UngatedGate, feedback_text, lenient_verdict
 from arctic_swe.harness._config import HarnessConfig
 from arctic_swe.harness._sampler import TurnSampler
 from arctic_swe.harness._trajectory import NOT_GENERATED, Trajectory, TurnRecord
@@ -81,6 +82,22 @@ async def run_tool(sandbox: AsyncSandbox, call: ToolCall, config: HarnessConfig)
         return clip(message, config.observation_chars)
     except (StrReplaceError, PathEscapeError) as exc:
         return clip(f"Error: {exc}", config.observation_chars)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as exc:
+        # A model naming a file that does not exist is a tool error the model should see, not a
+        # broken sandbox (which raises SandboxError and drops the rollout).
+        path = call.arguments.get("path", "")
+        return clip(f"Error: {path}: {exc.strerror or exc}", config.observation_chars)
+
+
+async def _grade(sandbox: AsyncSandbox) -> tuple[float, tuple[str, ...], float]:
+    """The sandbox grade: ``(reward, reasons, seconds)``; a broken grader yields 0."""
+    began = time.monotonic()
+    try:
+        result = await sandbox.submit()
+        reward, reasons = float(result.reward), tuple(result.reasons)
+    except SandboxError as exc:  # a broken grader never yields reward
+        reward, reasons = 0.0, (f"grading failed: {exc}",)
+    return reward, reasons, time.monotonic() - began
 
 
 async def run_episode(
@@ -99,7 +116,11 @@ async def run_episode(
     """
     config = config or HarnessConfig()
     began = time.monotonic()
-    gate = EpisodeGate(config.max_turns, config.max_tokens, config.invalid_reward)
+    gate: EpisodeGate | UngatedGate
+    if config.gated_reward:
+        gate = EpisodeGate(config.max_turns, config.max_tokens, config.invalid_reward)
+    else:
+        gate = UngatedGate(config.max_turns, config.max_tokens, config.invalid_reward)
     history = _History()
     history.append_context(encode(tokenizer, prompt_text(task, config)))
     prompt_length = len(history.ids)
@@ -123,7 +144,8 @@ async def run_episode(
         stopped = sampled.finish_reason == "stop"
         body = sampled.token_ids[:-1] if stopped else sampled.token_ids
         raw = str(tokenizer.decode(list(body), skip_special_tokens=False))
-        verdict = check_turn(raw, tools=TOOLS, stopped=stopped)
+        strict = check_turn(raw, tools=TOOLS, stopped=stopped)
+        verdict = strict if config.strict_format else lenient_verdict(strict, raw, TOOLS)
         decision = gate.observe(verdict, n_tokens=pending + len(sampled.token_ids))
         pending = 0
         observation: str | None = None
@@ -138,13 +160,18 @@ async def run_episode(
             obs_ids = encode(tokenizer, observation_text(observation))
             history.append_context(obs_ids)
             pending = len(obs_ids)
+        elif call is None and not decision.terminate:  # ungated: show the error, go on
+            observation = feedback_text(strict)
+            obs_ids = encode(tokenizer, observation_text(observation))
+            history.append_context(obs_ids)
+            pending = len(obs_ids)
         turns.append(
             TurnRecord(
                 index=len(turns),
                 start=start,
                 end=obs_start,
                 raw=raw,
-                codes=tuple(str(code) for code in verdict.codes),
+                codes=tuple(str(code) for code in strict.codes),
                 tool=call.name if call is not None else None,
                 arguments=dict(call.arguments) if call is not None else None,
                 observation=observation,
@@ -157,17 +184,16 @@ async def run_episode(
         )
         if decision.terminate:
             termination = str(decision.reason)
-            if termination == "submitted" and grade:
-                t2 = time.monotonic()
-                try:
-                    result = await sandbox.submit()
-                    raw_reward, reasons = float(result.reward), tuple(result.reasons)
-                except SandboxError as exc:  # a broken grader never yields reward
-                    raw_reward, reasons = 0.0, (f"grading failed: {exc}",)
-                grade_s = time.monotonic() - t2
+            if grade and (termination == "submitted" or not config.gated_reward):
+                raw_reward, reasons, grade_s = await _grade(sandbox)
             break
     if termination == "token_budget" and not gate.done:
         reward = config.invalid_reward
+        if not config.gated_reward and grade:  # ungated: the repository is graded regardless
+            raw_reward, reasons, grade_s = await _grade(sandbox)
+            reward = raw_reward
+    elif isinstance(gate, UngatedGate):
+        reward = gate.reward(raw_reward)
     else:
         reward = gate.reward(raw_reward if raw_reward is not None else 0.0)
     return Trajectory(

@@ -34,15 +34,6 @@ def resolve_config(args: argparse.Namespace) -> RunConfig:
     return apply_overrides(config, [*ablation_overrides(args), *args.overrides])
 
 
-def unsupported(config: RunConfig) -> str | None:
-    """Ablations the harness of issue #10 cannot run yet (refused, never silently ignored)."""
-    if not config.harness.gated_reward:
-        return "harness.gated_reward=false: the harness has no ungated mode yet"
-    if not config.harness.strict_format:
-        return "harness.strict_format=false: the harness has no lenient parser yet"
-    return None
-
-
 def overfit_command(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     try:
@@ -53,9 +44,6 @@ def overfit_command(args: argparse.Namespace) -> int:
                 raise RunConfigError("--resume", "a resumed run keeps its config.toml")
         else:
             config = resolve_config(args)
-            problem = unsupported(config)
-            if problem:
-                raise RunConfigError("ablation", problem)
             run = prepare_run_dir(args.run_dir, config, resume=False)
         torch.set_num_threads(max(1, args.threads))
         deck_dir = ensure_deck(Path(args.deck), config, console)

@@ -13,7 +13,10 @@ from pathlib import Path
 ABLATIONS: dict[str, tuple[str, str]] = {
     "--no-gated-reward": ("harness.gated_reward=false", "gated reward off"),
     "--lenient-format": ("harness.strict_format=false", "raw format check off (lenient parse)"),
-    "--no-fp32-numerics": ("trainer.fp32_numerics=false", "FP32 numerics off (bf16 compute)"),
+    "--no-fp32-numerics": (
+        "trainer.fp32_numerics=false",
+        "FP32 numerics off (bf16 recurrent-state cache in the engines)",
+    ),
     "--no-cache-invalidation": (
         "engine.invalidate_caches=false",
         "keep stale caches across weight refreshes",

@@ -21,7 +21,7 @@ from arctic_swe.deck import DeckError, load_deck
 from arctic_swe.engine import EngineConfig, TorchEngine, derive_seed
 from arctic_swe.harness import HarnessConfig
 from arctic_swe.metrics import MetricsLog
-from arctic_swe.model import CheckpointError, load_policy
+from arctic_swe.model import CheckpointError
 from arctic_swe.orchestrator._loop import Components
 from arctic_swe.trainer import Trainer, latest_checkpoint, load_checkpoint, load_fp32_policy
 from deck_evictor import Deck, EvictionRules, ReplayPolicy
@@ -53,6 +53,8 @@ def harness_config(config: RunConfig) -> HarnessConfig:
         max_new_tokens=config.engine.max_new_tokens,
         observation_chars=h.observation_chars,
         exec_timeout_s=h.exec_timeout_s,
+        gated_reward=h.gated_reward,
+        strict_format=h.strict_format,
     )
 
 
@@ -62,9 +64,10 @@ def _torch_engine(index: int, model: nn.Module, config: EngineConfig, version: i
 
 def _load_policy(config: RunConfig, path: Path) -> nn.Module:
     try:
-        if config.trainer.fp32_numerics:
-            return load_fp32_policy(str(path))
-        return load_policy(path)  # hybrid-numerics' default policy: bf16 compute (ablation)
+        # FP32 weights and kernels on both sides; the "FP32 numerics off" ablation lives in the
+        # engines' state cache (bf16 storage), so trainer and engine numerics diverge as in the
+        # paper's baseline stack.
+        return load_fp32_policy(str(path), fp32_state=config.trainer.fp32_numerics)
     except CheckpointError as exc:
         raise SetupError(f"warm-start policy: {exc}") from exc
 
@@ -125,6 +128,7 @@ async def open_components(
                 capacity=config.engine.capacity,
                 seed=derive_seed(config.run.seed, 1000 * version + index),
                 stop_token_ids=(stop_id,),
+                state_dtype=torch.float32 if config.trainer.fp32_numerics else torch.bfloat16,
             ),
             version,
         )

@@ -1,0 +1,159 @@
+"""Tests for ``arctic_swe.harness._ablations``: the lenient parser, the ungated gate, and both
+ablations end to end through the real namespace sandbox."""
+
+import asyncio
+
+from hypothesis import given
+from hypothesis import strategies as st
+from transformers import PreTrainedTokenizerFast
+
+from arctic_swe.deck import Deck, DeckTask
+from arctic_swe.harness import (
+    TOOLS,
+    HarnessConfig,
+    ScriptedSampler,
+    Trajectory,
+    run_episode,
+)
+from arctic_swe.harness._ablations import UngatedGate, lenient_call, lenient_verdict
+from arctic_swe.warmstart import expert_turns
+from swe_formatcheck import ToolCall, check_turn, render_turn
+from swe_sandbox import NamespaceBackend, SandboxPool
+
+SUBMIT = render_turn("Submit.", ToolCall("submit", {}))
+# Values without markup or edge newlines: what a strict render round-trips exactly.
+VALUES = st.text(
+    st.characters(blacklist_characters="<>\r", blacklist_categories=("Cs",)), min_size=1
+).filter(lambda v: v.strip("\n") == v and v.strip() != "")
+
+
+@given(command=VALUES)
+def test_lenient_call_reads_every_valid_turn_like_the_strict_check(command: str) -> None:
+    raw = render_turn("Run it.", ToolCall("execute_bash", {"command": command}))
+    strict = check_turn(raw, tools=TOOLS)
+    assert strict.ok
+    assert lenient_call(raw, TOOLS) == strict.call
+
+
+@given(old=VALUES, new=VALUES, tail=st.sampled_from(["", "</function>", "</parameter>"]))
+def test_lenient_call_repairs_an_unclosed_envelope(old: str, new: str, tail: str) -> None:
+    """Cut after the last value: public parsers still run it, the strict check does not."""
+    call = ToolCall("edit_via_str_replace", {"path": "a.py", "old_str": old, "new_str": new})
+    raw = render_turn("Fix.", call)
+    cut = raw[: raw.rindex("</parameter>")] + tail
+    assert not check_turn(cut, tools=TOOLS).ok
+    assert lenient_call(cut, TOOLS) == call
+
+
+def test_lenient_call_last_duplicate_wins_and_unknown_tools_are_refused() -> None:
+    raw = render_turn("ls", ToolCall("execute_bash", {"command": "ls"})).replace(
+        "</function>", "<parameter=command>\nrm -rf tests\n</parameter>\n</function>"
+    )
+    strict = check_turn(raw, tools=TOOLS)
+    assert strict.codes == ("duplicate_parameter",)
+    verdict = lenient_verdict(strict, raw, TOOLS)
+    assert verdict.ok
+    assert verdict.call == ToolCall("execute_bash", {"command": "rm -rf tests"})
+    assert lenient_call("<tool_call>\n<function=rm_all>\n</function>\n</tool_call>", TOOLS) is None
+    missing = "<tool_call>\n<function=edit_via_str_replace>\n<parameter=path>\na\n</parameter>"
+    assert lenient_call(missing, TOOLS) is None  # a required parameter is absent
+    assert lenient_call("no call at all", TOOLS) is None
+    assert lenient_verdict(check_turn("plain", tools=TOOLS), "plain", TOOLS).call is None
+
+
+@given(
+    kinds=st.lists(st.sampled_from(["submit", "call", "invalid"]), min_size=1, max_size=12),
+    max_turns=st.integers(1, 10),
+    max_tokens=st.integers(1, 400),
+    step=st.integers(0, 60),
+)
+def test_ungated_gate_ends_only_on_submit_or_a_budget(
+    kinds: list[str], max_turns: int, max_tokens: int, step: int
+) -> None:
+    gate = UngatedGate(max_turns, max_tokens, invalid_reward=-1.0)
+    calls = {"submit": ToolCall("submit", {}), "call": ToolCall("execute_bash", {"command": "ls"})}
+    for n, kind in enumerate(kinds, start=1):
+        raw = render_turn("x", calls[kind]) if kind in calls else "garbage"
+        decision = gate.observe(check_turn(raw, tools=TOOLS), n_tokens=step)
+        expected = (
+            "submitted" if kind == "submit"
+            else "token_budget" if n * step >= max_tokens
+            else "turn_budget" if n >= max_turns
+            else None
+        )  # fmt: skip
+        assert decision.reason == expected
+        assert decision.terminate == (expected is not None) == gate.done
+        if gate.done:
+            break
+    assert gate.reward(None) == -1.0
+    assert gate.reward(1.0) == 1.0  # the grade itself, whatever ended the episode
+
+
+def _episode(
+    task: DeckTask, turns: list[str], tok: PreTrainedTokenizerFast, config: HarnessConfig,
+    backend: NamespaceBackend,
+) -> Trajectory:  # fmt: skip
+    async def go() -> Trajectory:
+        async with SandboxPool(backend, max_concurrency=1) as pool, pool.sandbox(task.spec) as box:
+            return await run_episode(task.spec, ScriptedSampler(tok, turns), box, tok, config)
+
+    return asyncio.run(go())
+
+
+def _unclosed(turn: str) -> str:
+    """The expert's edit with its envelope cut short (a turn a lenient parser still runs)."""
+    return turn[: turn.rindex("</parameter>")]
+
+
+def test_lenient_format_runs_a_repaired_edit_and_records_its_codes(
+    small_deck: Deck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
+) -> None:
+    task = small_deck.split("pool")[0]
+    read, edit, _, _ = expert_turns(task)
+    turns = [read, _unclosed(edit), SUBMIT]
+    strict = _episode(task, turns, deck_tokenizer, HarnessConfig(max_turns=8), backend)
+    assert (strict.termination, strict.reward, strict.raw_reward) == ("invalid_format", 0.0, None)
+    lenient_config = HarnessConfig(max_turns=8, strict_format=False)
+    lenient = _episode(task, turns, deck_tokenizer, lenient_config, backend)
+    assert (lenient.termination, lenient.reward) == ("submitted", 1.0)
+    repaired = lenient.turns[1]
+    assert repaired.codes
+    assert repaired.tool == "edit_via_str_replace"
+    assert repaired.observation is not None
+    assert "Edited" in repaired.observation
+
+
+def test_ungated_reward_grades_the_final_state_whatever_ended_the_episode(
+    small_deck: Deck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
+) -> None:
+    task = small_deck.split("pool")[1]
+    read, edit, test, _ = expert_turns(task)
+    config = HarnessConfig(max_turns=5, gated_reward=False)
+    # an invalid turn and a repeated call do not end it; the turn budget does; the fix is graded
+    turns = [read, "not a tool call", read, edit, test]
+    ungated = _episode(task, turns, deck_tokenizer, config, backend)
+    assert ungated.termination == "turn_budget"
+    assert (ungated.raw_reward, ungated.reward) == (1.0, 1.0)
+    feedback = ungated.turns[1]
+    assert feedback.tool is None
+    assert feedback.codes
+    assert feedback.observation is not None
+    assert feedback.observation.startswith("Error:")
+    gated = _episode(task, turns, deck_tokenizer, HarnessConfig(max_turns=5), backend)
+    assert (gated.termination, gated.reward, len(gated.turns)) == ("invalid_format", 0.0, 2)
+
+
+def test_an_edit_of_a_missing_file_is_an_observation(
+    small_deck: Deck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
+) -> None:
+    task = small_deck.split("pool")[2]
+    call = ToolCall(
+        "edit_via_str_replace", {"path": "nope/none.py", "old_str": "a", "new_str": "b"}
+    )
+    trajectory = _episode(
+        task, [render_turn("Edit.", call), SUBMIT], deck_tokenizer, HarnessConfig(), backend
+    )
+    assert trajectory.termination == "submitted"
+    observation = trajectory.turns[0].observation
+    assert observation is not None
+    assert observation.startswith("Error: nope/none.py")
