@@ -258,3 +258,34 @@ def test_pairwise_decay_is_causal_flushes_negligible_entries_and_has_the_right_g
     (exact,) = torch.autograd.grad((want * dd).sum(), gamma)
     assert got.dtype == torch.float64
     assert rms_rel(got, exact) <= 1e-6
+
+
+@pytest.mark.parametrize("with_h0", [True, False])
+def test_blocked_no_grad_forward_equals_the_single_block_one(
+    monkeypatch: pytest.MonkeyPatch, with_h0: bool
+) -> None:
+    import hybrid_numerics._chunk_torch as chunk_module
+
+    x = make_gdn_inputs(2, 150, 2, 4, 16, 8, seed=21).cast(torch.float32)
+    h0 = x.h0 if with_h0 else None
+
+    def run() -> tuple[torch.Tensor, torch.Tensor]:
+        o, s = chunk_gated_delta_rule(
+            x.q, x.k, x.v, x.g, x.beta, initial_state=h0, output_final_state=True,
+            use_qk_l2norm=True,
+        )  # fmt: skip
+        assert s is not None
+        return o, s
+
+    with torch.no_grad():
+        whole = run()
+        # 2 * (2*2*16 + 4*8) = 192 elements per token: blocks of one 16-token chunk, so 150
+        # tokens take 10 blocks, the last one partial.
+        monkeypatch.setattr(chunk_module, "BLOCK_ELEMENTS", 192 * 16)
+        blocked = run()
+    assert torch.equal(blocked[0], whole[0])
+    assert torch.equal(blocked[1], whole[1])
+    if with_h0:
+        ro, rs = _oracle(x, use_qk_l2norm=True)
+        assert rms_rel(blocked[0], ro) <= TOL
+        assert rms_rel(blocked[1], rs) <= TOL

@@ -34,6 +34,8 @@ from hybrid_numerics._varlen import pad_packed, seq_bounds, unpad_packed
 from hybrid_numerics.reference import l2norm
 
 CHUNK_SIZE = 64
+# Inputs per block of the no-grad chunk forward, in elements of q, k, v (see _chunk_batched).
+BLOCK_ELEMENTS = 1 << 18
 
 
 def torch_chunk_size(head_dim: int) -> int:
@@ -177,7 +179,52 @@ def _chunk_batched(
     use_qk_l2norm: bool,
     C: int,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The torch chunk path in a chunk-major layout ``[NC, B*H, G, C, D]``.
+    """Without autograd, long inputs go through :func:`_chunk_block` in blocks of whole chunks
+    holding ~:data:`BLOCK_ELEMENTS` input elements, the state carried from block to block (the
+    same products in the same order: identical results). The working set then stays a few MiB
+    instead of growing with T, so each block reuses the memory the previous one freed: fresh
+    memory costs a page fault per 4 KiB on its first touch, and glibc hands freed heap back to
+    the OS between calls. Measured (one core, median of 7): T = 4096, K = 128: 85 ms and
+    ~13 000 faults per forward unblocked, 67 ms and < 1 000 faults in blocks (256 tokens);
+    the app's B = 8, T = 800, K = 32: 31 ms -> 18 ms (blocks of 128 tokens).
+    """
+    B, T = q.shape[0], q.shape[1]
+    needs_grad = torch.is_grad_enabled() and any(
+        x is not None and x.requires_grad for x in (q, k, v, g, beta, initial_state)
+    )
+    per_token = B * (2 * shapes.H * shapes.K + shapes.HV * shapes.V)
+    step = max(1, BLOCK_ELEMENTS // (per_token * C)) * C
+    if needs_grad or step >= T:
+        o, final = _chunk_block(q, k, v, g, beta, shapes, scale, initial_state, use_qk_l2norm, C)
+        return o.reshape(B, -1, shapes.HV, shapes.V)[:, :T], final
+    out = torch.empty(B, T, shapes.HV, shapes.V, dtype=compute_dtype(q), device=q.device)
+    state = initial_state
+    for t0 in range(0, T, step):
+        t1 = min(T, t0 + step)
+        qb, kb, vb, gb, bb = (x[:, t0:t1] for x in (q, k, v, g, beta))
+        o, state = _chunk_block(qb, kb, vb, gb, bb, shapes, scale, state, use_qk_l2norm, C)
+        if (t1 - t0) % C == 0:
+            out[:, t0:t1].view(o.shape).copy_(o)
+        else:
+            out[:, t0:t1] = o.reshape(B, -1, shapes.HV, shapes.V)[:, : t1 - t0]
+    assert state is not None
+    return out, state
+
+
+def _chunk_block(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor,
+    beta: torch.Tensor,
+    shapes: GDNShapes,
+    scale: float,
+    initial_state: torch.Tensor | None,
+    use_qk_l2norm: bool,
+    C: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The torch chunk path in a chunk-major layout ``[NC, B*H, G, C, D]``; returns the output
+    as a ``[B, NC, C, HV, V]`` view (zero-padded chunks included) and the final state.
 
     Chunk-major because the scan walks the chunk axis: every per-chunk slice is then one
     contiguous block (no copies when the loop reads it), the stacked states come out contiguous,
@@ -203,8 +250,7 @@ def _chunk_batched(
     # holds the final state.
     final = states[NC].reshape(B, H * G, K, V).clone()
     del states, fresh, attn, qd
-    o = o.reshape(NC, B, H * G, C, V).permute(1, 0, 3, 2, 4).reshape(B, NC * C, H * G, V)
-    return o[:, :T], final
+    return o.reshape(NC, B, H * G, C, V).permute(1, 0, 3, 2, 4), final
 
 
 def _state_free_terms(
