@@ -241,16 +241,13 @@ def _chunk_block(
     u, w, kd, chunk_decay, attn, qd = _state_free_terms(
         q, k, v, g, beta, shapes, scale, use_qk_l2norm, C
     )
-    states, fresh = _scan_states(u, w, kd, chunk_decay, initial_state, K)
+    entering, final, fresh = _scan_states(u, w, kd, chunk_decay, initial_state, K)
     del u, w, kd
     # O = attn (u - w S) + qd S, one batched product over every (chunk, head) pair.
     o = torch.bmm(attn.reshape(-1, C, C), fresh.reshape(-1, C, V))
-    o.baddbmm_(qd.reshape(-1, C, K), states[:NC].reshape(-1, K, V))  # in place: no copy of o
-    # A copy, not a view: a view would keep all NC + 1 states alive as long as the caller
-    # holds the final state.
-    final = states[NC].reshape(B, H * G, K, V).clone()
-    del states, fresh, attn, qd
-    return o.reshape(NC, B, H * G, C, V).permute(1, 0, 3, 2, 4), final
+    o.baddbmm_(qd.reshape(-1, C, K), entering.reshape(-1, K, V))  # in place: no copy of o
+    del entering, fresh, attn, qd
+    return o.reshape(NC, B, H * G, C, V).permute(1, 0, 3, 2, 4), final.reshape(B, H * G, K, V)
 
 
 def _state_free_terms(
@@ -418,10 +415,11 @@ def _scan_states(
     chunk_decay: torch.Tensor,
     initial_state: torch.Tensor | None,
     K: int,
-) -> tuple[torch.Tensor, torch.Tensor]:
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The only sequential part: per chunk ``fresh = u - w S`` then
     ``S <- exp(c_C) S + Kd^T fresh``, on chunk-major ``[NC, N, C, D]`` terms (N = B*HV).
-    Returns the ``NC + 1`` states ``[NC + 1, N, K, V]`` (FP32) and ``fresh: [NC, N, C, V]``."""
+    Returns the states entering each chunk ``[NC, N, K, V]`` (FP32), the final state
+    ``[N, K, V]`` (its own tensor) and ``fresh: [NC, N, C, V]``."""
     NC, C, V = u.shape[0], u.shape[-2], u.shape[-1]
     u, w, kd = u.reshape(NC, -1, C, V), w.reshape(NC, -1, C, K), kd.reshape(NC, -1, C, K)
     N = u.shape[1]
@@ -431,9 +429,12 @@ def _scan_states(
     else:
         state = initial_state.to(u.dtype).reshape(N, K, V)
     if not (torch.is_grad_enabled() and any(t.requires_grad for t in (u, w, kd, decay, state))):
-        return _scan_inplace(u, w, kd, decay, state)
-    states, fresh = _Scan.apply(u, w, kd, decay, state)
-    return states, fresh
+        states, fresh = _scan_inplace(u, w, kd, decay, state)
+        # A copy, not a view: a view would keep all NC + 1 states alive as long as the caller
+        # holds the final state.
+        return states[:NC], states[NC].clone(), fresh
+    entering, final, fresh = _Scan.apply(u, w, kd, decay, state)
+    return entering, final, fresh
 
 
 class _Scan(torch.autograd.Function):
@@ -458,32 +459,42 @@ class _Scan(torch.autograd.Function):
         kd: torch.Tensor,
         decay: torch.Tensor,
         state: torch.Tensor,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         with torch.no_grad():
             states, fresh = _scan_inplace(u, w, kd, decay, state)
-        ctx.save_for_backward(w, kd, decay, states, fresh)
-        return states, fresh
+        # Entering states and the final state as separate outputs: their gradients then arrive
+        # separately, instead of autograd zero-filling an [NC + 1, ...] buffer to sum them into.
+        entering, final = states[:-1], states[-1].clone()
+        ctx.save_for_backward(w, kd, decay, entering, fresh)
+        return entering, final, fresh
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(
-        ctx: torch.autograd.function.FunctionCtx, d_states: torch.Tensor, d_fresh: torch.Tensor
+        ctx: torch.autograd.function.FunctionCtx,
+        d_entering: torch.Tensor,
+        d_final: torch.Tensor,
+        d_fresh: torch.Tensor,
     ) -> tuple[torch.Tensor, ...]:
         w, kd, decay, states, fresh = ctx.saved_tensors  # type: ignore[attr-defined]
         NC, N, C, V = fresh.shape
         K = w.shape[-1]
-        d_s = torch.empty_like(states)  # d_s[c]: total gradient of the state entering chunk c
-        d_s[NC].copy_(d_states[NC])
+        # d_s[c]: total gradient of the state entering chunk c (d_s[NC]: of the final state)
+        d_s = torch.empty(NC + 1, N, K, V, dtype=fresh.dtype, device=fresh.device)
+        d_s[NC].copy_(d_final)
         d_fresh_total = torch.empty_like(fresh)
         for c in range(NC - 1, -1, -1):
             torch.baddbmm(d_fresh[c], kd[c], d_s[c + 1], out=d_fresh_total[c])
             torch.mul(d_s[c + 1], decay[c], out=d_s[c])
-            d_s[c].add_(d_states[c])
+            d_s[c].add_(d_entering[c])
             d_s[c].baddbmm_(w[c].transpose(1, 2), d_fresh_total[c], alpha=-1.0)
         flat_fresh = d_fresh_total.reshape(NC * N, C, V)
-        d_w = torch.bmm(flat_fresh, states[:NC].reshape(NC * N, K, V).transpose(1, 2))
+        d_w = torch.bmm(flat_fresh, states.reshape(NC * N, K, V).transpose(1, 2))
         d_kd = torch.bmm(fresh.reshape(NC * N, C, V), d_s[1:].reshape(NC * N, K, V).transpose(1, 2))
-        d_decay = (states[:NC] * d_s[1:]).sum((-1, -2), keepdim=True)
+        # <S_c, dS_{c+1}> as one batched dot product (vecdot: 2x faster than mul + sum here).
+        rows = NC * N
+        d_decay = torch.linalg.vecdot(states.reshape(rows, K * V), d_s[1:].reshape(rows, K * V))
+        d_decay = d_decay.reshape(NC, N, 1, 1)
         return d_fresh_total, d_w.neg_().reshape(w.shape), d_kd.reshape(kd.shape), d_decay, d_s[0]
 
 
