@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -58,6 +60,13 @@ def test_matches_oracle_on_random_shapes(
     B: int, T: int, H: int, group: int, K: int, V: int, l2: bool, seed: int
 ) -> None:
     x = make_gdn_inputs(B, T, H, H * group, K, V, seed=seed)
+    if not l2:
+        # Unnormalised N(0, 1) keys have |k|^2 ~ K, so the transition I - beta k k^T stretches
+        # the state by up to ~K per token and FP32 rounding grows with it: at K = 32, T = 80
+        # even the token-by-token FP32 recurrence is 1.5e-5 off the float64 state (seed 674),
+        # before and after the chunk-path changes. Keys of norm ~1, as every real model feeds
+        # (Qwen3.5 L2-normalises them), keep the rule contractive and the comparison meaningful.
+        x = dataclasses.replace(x, k=x.k / K**0.5)
     ro, rs = _oracle(x, use_qk_l2norm=l2)
     o, s = _chunk32(x, use_qk_l2norm=l2)
     assert o.dtype == torch.float32
