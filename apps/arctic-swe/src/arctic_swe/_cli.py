@@ -116,7 +116,7 @@ def warmstart(args: argparse.Namespace, console: Console) -> int:
 
     from arctic_swe.chat import load_tokenizer
     from arctic_swe.deck import load_deck
-    from arctic_swe.warmstart import SFTConfig, warm_start
+    from arctic_swe.warmstart import InductionConfig, SFTConfig, warm_start_live
     from swe_sandbox import NamespaceBackend
 
     torch.set_num_threads(args.threads)
@@ -124,24 +124,17 @@ def warmstart(args: argparse.Namespace, console: Console) -> int:
     tokenizer = load_tokenizer(Path(args.deck) / TOKENIZER_DIR)
     tasks = deck.split("warmstart")[: args.tasks]
     sft = SFTConfig(steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed)
-    with _progress(console) as progress:
-        expert_bar = progress.add_task("expert", total=len(tasks), info="")
-        sft_bar = progress.add_task("SFT", total=sft.steps, info="")
-        result = warm_start(
-            tasks,
-            tokenizer,
-            args.out,
-            NamespaceBackend(),
-            sft=sft,
-            model_seed=args.seed,
-            concurrency=args.workers,
-            on_expert=lambda t: progress.update(expert_bar, advance=1, info=t.task_id),
-            on_step=lambda s: progress.update(sft_bar, advance=1, info=f"loss {s.loss:.3f}"),
-        )
-    console.print(
-        f"policy written to {result.policy_dir}: {len(result.expert)} expert trajectories "
-        f"({result.expert_seconds:.0f} s), {len(result.steps)} SFT steps "
-        f"({result.sft_seconds:.0f} s), final loss {result.final_loss:.4f}"
+    induction = InductionConfig(steps=args.induction_steps, seed=args.seed)
+    warm_start_live(
+        tasks,
+        tokenizer,
+        args.out,
+        NamespaceBackend(),
+        console,
+        sft=sft,
+        induction=induction,
+        model_seed=args.seed,
+        concurrency=args.workers,
     )
     return 0
 
@@ -263,7 +256,16 @@ def _add_warmstart_parser(commands: argparse._SubParsersAction[argparse.Argument
     )
     warm.add_argument("--deck", default=DEFAULT_DECK, help="deck directory (deck build)")
     warm.add_argument("--out", default=DEFAULT_POLICY, help="checkpoint directory (replaced)")
-    warm.add_argument("--tasks", type=_positive, default=64, help="warm-start tasks to use")
+    warm.add_argument(
+        "--tasks", type=_positive, default=200, help="warm-start tasks to use (the whole split)"
+    )
+    warm.add_argument(
+        "--induction-steps",
+        type=_non_negative,
+        default=200,
+        help="stage 0: copy-task steps that give the random-init policy in-context copying "
+        "(0 skips it)",
+    )
     warm.add_argument("--steps", type=_positive, default=300, help="SFT optimiser steps")
     warm.add_argument("--batch-size", type=_positive, default=8, help="trajectories per step")
     warm.add_argument("--lr", type=float, default=3e-3, help="AdamW learning rate")

@@ -11,7 +11,13 @@ from arctic_swe.chat import encode, load_tokenizer
 from arctic_swe.deck import Deck
 from arctic_swe.harness import Trajectory
 from arctic_swe.model import PolicyPreset, load_policy
-from arctic_swe.warmstart import EXPERT_FILE, SFTConfig, WarmStartError, warm_start
+from arctic_swe.warmstart import (
+    EXPERT_FILE,
+    InductionConfig,
+    SFTConfig,
+    WarmStartError,
+    warm_start,
+)
 from swe_sandbox import NamespaceBackend
 
 SMALL = PolicyPreset(hidden_size=32, intermediate_size=64, head_dim=16, linear_key_head_dim=16,
@@ -33,8 +39,10 @@ def test_warm_start_writes_a_loadable_checkpoint(
         sft=SFTConfig(steps=3, batch_size=2),
         preset=SMALL,
         on_step=lambda s: steps.append(s.step),
+        induction=InductionConfig(steps=2, batch_size=2, span=4),
     )
     assert steps == [0, 1, 2]
+    assert [s.step for s in result.induction] == [0, 1]  # the copy stage ran first
     assert len(result.expert) == 2
     assert all(t.termination == "submitted" for t in result.expert)
     assert result.final_loss == result.steps[-1].loss

@@ -1,9 +1,12 @@
 """Tests for ``arctic_swe.warmstart._sft`` against a slow float64 reference."""
 
+import itertools
 import math
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 from arctic_swe.harness import Trajectory
 from arctic_swe.model import PolicyPreset, build_policy, policy_config
@@ -87,9 +90,35 @@ def test_training_fits_the_assistant_tokens() -> None:
 
 
 def test_bad_config_and_empty_data_are_refused() -> None:
-    for fields in ({"steps": 0}, {"batch_size": -1}, {"lr": 0.0}, {"grad_clip": 0.0}):
+    for fields in (
+        {"steps": 0},
+        {"batch_size": -1},
+        {"lr": 0.0},
+        {"grad_clip": 0.0},
+        {"final_lr_fraction": 1.5},
+    ):
         with pytest.raises(WarmStartError):
             SFTConfig(**fields)  # type: ignore[arg-type]
     model = build_policy(policy_config(VOCAB, SMALL), seed=3)
     with pytest.raises(WarmStartError, match="no trajectory"):
         train_sft(model, [_trajectory([1, 2], [False, False])], pad_id=0)
+
+
+@given(
+    steps=st.integers(1, 400),
+    warmup=st.integers(0, 50),
+    final=st.floats(0.0, 1.0),
+)
+def test_schedule_warms_up_then_decays_to_the_final_fraction(
+    steps: int, warmup: int, final: float
+) -> None:
+    config = SFTConfig(steps=steps, warmup_steps=warmup, final_lr_fraction=final)
+    factors = [config.lr_factor(step) for step in range(steps)]
+    assert all(0.0 <= f <= 1.0 + 1e-12 for f in factors)
+    ramp, rest = factors[:warmup], factors[warmup:]
+    assert all(a < b for a, b in itertools.pairwise(ramp))
+    assert all(a >= b - 1e-12 for a, b in itertools.pairwise(rest))
+    if rest:
+        assert rest[0] == pytest.approx(1.0)
+    if len(rest) > 1:
+        assert rest[-1] == pytest.approx(final)

@@ -19,8 +19,9 @@ from arctic_swe.orchestrator._setup import SetupError
 from swe_sandbox import NamespaceBackend
 
 TOKENIZER_DIR = "tokenizer"  # where `arctic-swe deck build` saves the tokenizer
-WARMSTART_TASKS = 64
+WARMSTART_TASKS = 200  # as `arctic-swe warmstart`'s defaults
 WARMSTART_STEPS = 300
+WARMSTART_WORKERS = 2
 
 
 def ensure_deck(deck_dir: Path, config: RunConfig, console: Console) -> Path:
@@ -42,21 +43,23 @@ def ensure_policy(policy_dir: Path, deck_dir: Path, config: RunConfig, console: 
     on the warm-start split + SFT) into it."""
     if (policy_dir / "config.json").is_file():
         return policy_dir
-    from arctic_swe.warmstart import SFTConfig
-    from arctic_swe.warmstart._pipeline import warm_start
+    from arctic_swe.warmstart import InductionConfig, SFTConfig, warm_start_live
 
-    console.print(f"warm-starting the policy into {policy_dir} (expert + SFT) ...")
+    console.print(f"warm-starting the policy into {policy_dir} (expert, copy task, SFT) ...")
     deck = load_deck(deck_dir)
     tokenizer = load_tokenizer(deck_dir / TOKENIZER_DIR)
     tasks = deck.split("warmstart")[:WARMSTART_TASKS]
     if not tasks:
         raise SetupError(f"deck {deck_dir} has no warm-start split")
-    warm_start(
+    warm_start_live(
         tasks,
         tokenizer,
         policy_dir,
         NamespaceBackend(),
+        console,
         sft=SFTConfig(steps=WARMSTART_STEPS, seed=config.run.seed),
+        induction=InductionConfig(seed=config.run.seed),
         model_seed=config.run.seed,
+        concurrency=WARMSTART_WORKERS,
     )
     return policy_dir

@@ -4,6 +4,14 @@ harness's tools and chat format, and supervised fine-tuning on its trajectories.
 from arctic_swe.warmstart._corpus import deck_corpus, task_corpus
 from arctic_swe.warmstart._errors import WarmStartError
 from arctic_swe.warmstart._expert import TEST_COMMAND, expert_sampler, expert_turns
+from arctic_swe.warmstart._induction import (
+    InductionConfig,
+    InductionStep,
+    copy_batch,
+    copy_loss,
+    pretrain_induction,
+)
+from arctic_swe.warmstart._live import warm_start_live
 from arctic_swe.warmstart._pipeline import (
     EXPERT_FILE,
     WarmStartResult,
@@ -23,6 +31,8 @@ __all__ = [
     "EXPERT_FILE",
     "IGNORE",
     "TEST_COMMAND",
+    "InductionConfig",
+    "InductionStep",
     "SFTConfig",
     "SFTStep",
     "WarmStartError",
@@ -30,10 +40,14 @@ __all__ = [
     "assistant_loss",
     "collate",
     "collect_expert",
+    "copy_batch",
+    "copy_loss",
     "deck_corpus",
     "expert_sampler",
     "expert_turns",
+    "pretrain_induction",
     "task_corpus",
     "train_sft",
     "warm_start",
+    "warm_start_live",
 ]

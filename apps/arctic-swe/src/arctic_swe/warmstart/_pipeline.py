@@ -22,6 +22,7 @@ from arctic_swe.harness import TINY_HARNESS, HarnessConfig, Trajectory, run_roll
 from arctic_swe.model import TINY_PRESET, PolicyPreset, build_policy, policy_config, save_policy
 from arctic_swe.warmstart._errors import WarmStartError
 from arctic_swe.warmstart._expert import expert_sampler
+from arctic_swe.warmstart._induction import InductionConfig, InductionStep, pretrain_induction
 from arctic_swe.warmstart._sft import SFTConfig, SFTStep, train_sft
 from swe_sandbox import Backend, SandboxPool
 
@@ -37,6 +38,8 @@ class WarmStartResult:
     steps: tuple[SFTStep, ...] = field(repr=False)
     expert_seconds: float
     sft_seconds: float
+    induction: tuple[InductionStep, ...] = field(default=(), repr=False)
+    induction_seconds: float = 0.0
 
     @property
     def final_loss(self) -> float:
@@ -82,10 +85,13 @@ def warm_start(
     concurrency: int = 2,
     on_expert: Callable[[Trajectory], None] | None = None,
     on_step: Callable[[SFTStep], None] | None = None,
+    induction: InductionConfig | None = None,
+    on_induction: Callable[[InductionStep], None] | None = None,
 ) -> WarmStartResult:
-    """Collect expert trajectories on ``tasks``, fine-tune a fresh policy of ``preset`` (seeded
-    with ``model_seed``) on them, and write the checkpoint (policy + tokenizer +
-    ``expert.jsonl``) to ``out_dir``. Raises :class:`WarmStartError` if the expert fails to
+    """Collect expert trajectories on ``tasks``; give a fresh policy of ``preset`` (seeded with
+    ``model_seed``) induction pretraining (``induction``, stage 0: in-context copying, see
+    ``_induction``) and then SFT on the expert trajectories; write the checkpoint (policy +
+    tokenizer + ``expert.jsonl``) to ``out_dir``. Raises :class:`WarmStartError` if the expert fails to
     submit on a task (a broken deck) or ``tasks`` is empty."""
     if not tasks:
         raise WarmStartError("the warm start needs at least one task")
@@ -106,13 +112,28 @@ def warm_start(
         eos_token_id=tokenizer.eos_token_id,
     )
     model = build_policy(config, seed=model_seed)
+    pad_id, eos_id = tokenizer.pad_token_id, tokenizer.eos_token_id
+    if not isinstance(pad_id, int) or not isinstance(eos_id, int):
+        raise WarmStartError("the tokenizer needs a pad and an eos token")
     began = time.monotonic()
-    pad_id = tokenizer.pad_token_id
-    assert isinstance(pad_id, int)
+    first_ordinary = max(tokenizer.all_special_ids) + 1
+    copied = pretrain_induction(
+        model, len(tokenizer), first_ordinary, eos_id, induction or InductionConfig(), on_induction
+    )
+    induction_seconds = time.monotonic() - began
+    began = time.monotonic()
     steps = train_sft(model, expert, pad_id, sft or SFTConfig(), on_step)
     sft_seconds = time.monotonic() - began
     target = save_policy(model, out_dir)
     save_tokenizer(tokenizer, target)
     with (target / EXPERT_FILE).open("w") as handle:
         handle.writelines(t.to_json() + "\n" for t in expert)
-    return WarmStartResult(target, tuple(expert), tuple(steps), expert_seconds, sft_seconds)
+    return WarmStartResult(
+        target,
+        tuple(expert),
+        tuple(steps),
+        expert_seconds,
+        sft_seconds,
+        tuple(copied),
+        induction_seconds,
+    )

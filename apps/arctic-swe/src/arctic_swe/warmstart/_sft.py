@@ -8,6 +8,7 @@ look right, so padding cannot change a real position's logits).
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -24,7 +25,10 @@ IGNORE = -100
 
 @dataclass(frozen=True)
 class SFTConfig:
-    """Optimiser and schedule of the warm start (AdamW, constant lr after a short warm-up)."""
+    """Optimiser and schedule of the warm start: AdamW, linear warm-up over ``warmup_steps``,
+    then cosine decay to ``final_lr_fraction * lr`` at the last step (a constant lr of this size
+    left the tiny policy wherever its last loss spike put it; the decay makes the checkpoint
+    the end of a settled run)."""
 
     steps: int = 300
     batch_size: int = 8
@@ -33,6 +37,16 @@ class SFTConfig:
     weight_decay: float = 0.0
     grad_clip: float = 1.0
     seed: int = 0
+    final_lr_fraction: float = 0.1
+
+    def lr_factor(self, step: int) -> float:
+        """Multiplier of ``lr`` at 0-based ``step``."""
+        if step < self.warmup_steps:
+            return (step + 1) / self.warmup_steps
+        span = max(1, self.steps - 1 - self.warmup_steps)
+        progress = min(1.0, (step - self.warmup_steps) / span)
+        cosine = 0.5 * (1.0 + math.cos(math.pi * progress))
+        return self.final_lr_fraction + (1.0 - self.final_lr_fraction) * cosine
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size"):
@@ -41,6 +55,10 @@ class SFTConfig:
                 raise WarmStartError(f"{name} must be a positive int, got {value!r}")
         if not self.lr > 0 or self.warmup_steps < 0 or self.grad_clip <= 0:
             raise WarmStartError("lr and grad_clip must be positive, warmup_steps >= 0")
+        if not 0.0 <= self.final_lr_fraction <= 1.0:
+            raise WarmStartError(
+                f"final_lr_fraction must be in [0, 1], got {self.final_lr_fraction}"
+            )
 
 
 @dataclass(frozen=True)
@@ -94,9 +112,7 @@ def train_sft(
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=config.lr, betas=(0.9, 0.98), weight_decay=config.weight_decay
     )
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: min(1.0, (step + 1) / max(1, config.warmup_steps))
-    )
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, config.lr_factor)
     order: list[Trajectory] = []
     history: list[SFTStep] = []
     model.train()
