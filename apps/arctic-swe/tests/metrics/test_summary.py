@@ -16,7 +16,7 @@ Record = Callable[..., UpdateMetrics]
 
 def test_a_climb_that_holds_and_one_that_collapses(make_record: Record) -> None:
     climb = [
-        make_record(i, r)
+        make_record(i, r, adjusted_reward=r)
         for i, r in enumerate([0.2, 0.3, 0.5, 0.7, 0.8, 0.85, 0.9, 0.9, 0.88, 0.9], 1)
     ]
     held = summarize(climb)
@@ -25,7 +25,7 @@ def test_a_climb_that_holds_and_one_that_collapses(make_record: Record) -> None:
     assert held.final_window == pytest.approx(0.89)
     assert held.held
     collapse = [
-        make_record(i, r)
+        make_record(i, r, adjusted_reward=r)
         for i, r in enumerate([0.2, 0.5, 0.7, 0.7, 0.6, 0.4, 0.2, 0.1, 0.1, 0.0], 1)
     ]
     assert not summarize(collapse).held
@@ -33,12 +33,28 @@ def test_a_climb_that_holds_and_one_that_collapses(make_record: Record) -> None:
 
 @given(st.lists(st.floats(0, 1), min_size=1, max_size=30))
 def test_windows_match_a_brute_force_reference(make_record: Record, rewards: list[float]) -> None:
-    summary = summarize([make_record(i, r) for i, r in enumerate(rewards, 1)])
+    summary = summarize([make_record(i, r, adjusted_reward=r) for i, r in enumerate(rewards, 1)])
     w = max(1, round(0.2 * len(rewards)))
     windows = [sum(rewards[i : i + w]) / w for i in range(len(rewards) - w + 1)]
     assert summary.peak_window == pytest.approx(max(windows))
     assert summary.final_window == pytest.approx(windows[-1])
     assert summary.held == (windows[-1] >= 0.9 * max(windows))
+    batch = [sum(rewards[i : i + w]) / w for i in range(len(rewards) - w + 1)]
+    assert summary.batch_final_window == pytest.approx(batch[-1])
+
+
+def test_the_verdict_reads_the_pool_not_the_trained_batch(make_record: Record) -> None:
+    """Mastered tasks retire, so the trained batch's reward falls while the pool holds."""
+    records = [
+        make_record(i, batch, adjusted_reward=pool)
+        for i, (batch, pool) in enumerate(
+            [(0.3, 0.3), (0.4, 0.4), (0.5, 0.6), (0.3, 0.8), (0.2, 0.85)], 1
+        )
+    ]
+    summary = summarize(records)
+    assert summary.held
+    assert summary.final_window == pytest.approx(0.85)
+    assert summary.batch_final_window == pytest.approx(0.2)
 
 
 def test_wait_fraction_and_table(make_record: Record) -> None:

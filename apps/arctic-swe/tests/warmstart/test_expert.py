@@ -5,6 +5,7 @@ from pathlib import Path
 
 from transformers import PreTrainedTokenizerFast
 
+from arctic_swe.chat import encode
 from arctic_swe.deck import Deck
 from arctic_swe.harness import TOOLS
 from arctic_swe.warmstart import TEST_COMMAND, collect_expert, expert_turns
@@ -16,7 +17,7 @@ def test_expert_turns_are_valid_and_make_the_gold_edit(small_deck: Deck) -> None
     for task in small_deck:
         calls = [check_turn(turn, tools=TOOLS).call for turn in expert_turns(task)]
         assert calls == [
-            ToolCall("execute_bash", {"command": f"cat {task.bug_path}"}),
+            ToolCall("execute_bash", {"command": f"cat ./{task.bug_path}"}),
             ToolCall(
                 "edit_via_str_replace",
                 {"path": task.bug_path, "old_str": task.old_line, "new_str": task.new_line},
@@ -32,6 +33,37 @@ def test_expert_turns_are_valid_and_make_the_gold_edit(small_deck: Deck) -> None
         assert removed == [f"    {task.old_line}"]
         assert added == [f"    {task.new_line}"]
         assert buggy.count(task.old_line) == 1
+
+
+def _span(ids: list[int], tokenizer: PreTrainedTokenizerFast, text: str) -> list[int]:
+    """The shortest run of ``ids`` that decodes to exactly ``text``."""
+    found = [
+        ids[i:j]
+        for i in range(len(ids))
+        for j in range(i + 1, len(ids) + 1)
+        if tokenizer.decode(ids[i:j]) == text
+    ]
+    assert found, text
+    return min(found, key=len)
+
+
+def _count(ids: list[int], span: list[int]) -> int:
+    return sum(ids[i : i + len(span)] == span for i in range(len(ids)))
+
+
+def test_copied_names_keep_their_issue_tokens(
+    small_deck: Deck, deck_tokenizer: PreTrainedTokenizerFast
+) -> None:
+    """The path and both lines are written with exactly the token ids they have in the issue,
+    so the policy copies ids instead of remapping ``name`` to `` name``."""
+    for task in small_deck:
+        issue = encode(deck_tokenizer, task.spec.problem_statement)
+        path = _span(issue, deck_tokenizer, task.bug_path)
+        read, edit, _, _ = (encode(deck_tokenizer, turn) for turn in expert_turns(task))
+        assert _count(read, path) == 2  # reasoning and command
+        assert _count(edit, path) == 1
+        for line in (task.old_line, task.new_line):
+            assert _count(edit, _span(issue, deck_tokenizer, line)) == 1
 
 
 def test_collected_expert_trajectories_all_score_one(

@@ -14,9 +14,13 @@ from arctic_swe.metrics._record import UpdateMetrics
 class RunSummary:
     """Headline figures of a run (issue #11 "Performance").
 
-    ``first_window``/``final_window``/``peak_window``: mean pool reward over the first, the last
-    and the best window of ``window`` consecutive updates (20 % of the run, at least 1);
-    ``held`` is the no-collapse criterion ``final_window >= 0.9 * peak_window``.
+    ``first_window``/``final_window``/``peak_window``: mean **pool** reward over the first, the
+    last and the best window of ``window`` consecutive updates (20 % of the run, at least 1).
+    The pool reward is the deck's eviction-adjusted reward (every task's latest group success
+    rate, retired-easy tasks at their retirement rate): the trained batch's own reward drifts
+    down as mastered tasks retire, so it cannot say whether the pool is held. ``held`` is the
+    no-collapse criterion ``final_window >= 0.9 * peak_window``; ``batch_first_window`` /
+    ``batch_final_window`` are the same windows of the trained batches' reward.
     """
 
     updates: int
@@ -30,6 +34,8 @@ class RunSummary:
     dropped_rollouts: int
     mean_mismatch_kl: float
     wall_seconds: float
+    batch_first_window: float = 0.0
+    batch_final_window: float = 0.0
 
 
 def _window_means(values: Sequence[float], window: int) -> list[float]:
@@ -40,9 +46,10 @@ def summarize(records: Sequence[UpdateMetrics]) -> RunSummary:
     """Summary of a non-empty run."""
     if not records:
         raise ValueError("no updates to summarize")
-    rewards = [r.reward for r in records]
+    rewards = [r.adjusted_reward for r in records]
     window = max(1, round(0.2 * len(records)))
     means = _window_means(rewards, window)
+    batch = _window_means([r.reward for r in records], window)
     wait = sum(r.wait_seconds for r in records)
     busy = wait + sum(r.train_seconds for r in records)
     return RunSummary(
@@ -57,6 +64,8 @@ def summarize(records: Sequence[UpdateMetrics]) -> RunSummary:
         dropped_rollouts=sum(r.dropped_rollouts for r in records),
         mean_mismatch_kl=sum(r.mismatch_kl for r in records) / len(records),
         wall_seconds=sum(r.wall_seconds for r in records),
+        batch_first_window=batch[0],
+        batch_final_window=batch[-1],
     )
 
 
@@ -67,7 +76,7 @@ def summary_table(summary: RunSummary, title: str = "arctic-swe overfit") -> Tab
     table.add_column("value", justify="right")
     rows = [
         ("updates", f"{summary.updates}"),
-        (f"pool reward, first {summary.window}", f"{summary.first_window:.3f}"),
+        (f"pool reward (eviction-adjusted), first {summary.window}", f"{summary.first_window:.3f}"),
         (f"pool reward, last {summary.window}", f"{summary.final_window:.3f}"),
         (f"pool reward, peak {summary.window}-window", f"{summary.peak_window:.3f}"),
         ("held (last >= 0.9 x peak)", "yes" if summary.held else "NO"),

@@ -19,12 +19,18 @@ TEST_COMMAND = "python3 -m pytest -q"
 
 
 def expert_turns(task: DeckTask) -> list[str]:
-    """The four raw assistant turns that solve ``task``."""
+    """The four raw assistant turns that solve ``task``.
+
+    Every copied name keeps the token context it has in the issue (after a backtick, ``./`` or
+    a newline, never after a space): byte-level BPE gives ``lumen`` and `` lumen`` different ids,
+    and the tiny policy learns an identity copy far more easily than that remapping (measured:
+    with the path after a space, that one token held most of the warm start's failure mass).
+    """
     path = task.bug_path
     return [
         render_turn(
-            f"The issue names {path}; read it.",
-            ToolCall("execute_bash", {"command": f"cat {path}"}),
+            f"The issue names `{path}`; read it.",
+            ToolCall("execute_bash", {"command": f"cat ./{path}"}),
         ),
         render_turn(
             "Replace the wrong line with the expected one.",
