@@ -10,7 +10,8 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +19,23 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file
 from transformers import Qwen3_5ForCausalLM, Qwen3_5TextConfig
+from transformers.utils import logging as hf_logging
 
 from arctic_swe.model._build import install_numerics
 from arctic_swe.model._errors import CheckpointError
 
 _TEXT_MODEL_TYPES = ("qwen3_5_text",)
+
+
+@contextmanager
+def _quiet_progress() -> Iterator[None]:
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
 
 
 def save_policy(model: Qwen3_5ForCausalLM, path: str | os.PathLike[str]) -> Path:
@@ -37,7 +50,8 @@ def save_policy(model: Qwen3_5ForCausalLM, path: str | os.PathLike[str]) -> Path
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
-        model.save_pretrained(staging, safe_serialization=True)
+        with _quiet_progress():  # a checkpoint per update: no tqdm line each time
+            model.save_pretrained(staging, safe_serialization=True)
         if target.exists():
             retired = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
             target.rename(retired / "checkpoint")
