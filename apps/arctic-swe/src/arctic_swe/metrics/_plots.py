@@ -14,8 +14,8 @@ from arctic_swe.metrics._record import UpdateMetrics
 
 #: (figure, panel title) of the run plot, one panel each.
 PANELS: tuple[tuple[str, str], ...] = (
-    ("reward", "pool reward (gated)"),
-    ("adjusted_reward", "eviction-adjusted reward"),
+    ("reward", "trained-batch reward (gated)"),
+    ("adjusted_reward", "pool reward (eviction-adjusted)"),
     ("replay_reward", "replay reward"),
     ("entropy", "entropy"),
     ("mismatch_kl", "mismatch KL"),
@@ -74,9 +74,9 @@ def _plot_reward(runs: Mapping[str, Sequence[UpdateMetrics]], path: Path) -> Pat
     figure, axis = plt.subplots(figsize=(7, 4))
     for label, records in runs.items():
         steps, values = _series(records, "reward")
-        axis.plot(steps, values, marker=".", label=f"{label}: pool reward")
+        axis.plot(steps, values, marker=".", label=f"{label}: trained batch")
         steps, values = _series(records, "adjusted_reward")
-        axis.plot(steps, values, linestyle="--", label=f"{label}: eviction-adjusted")
+        axis.plot(steps, values, linestyle="--", label=f"{label}: pool (eviction-adjusted)")
     axis.set_xlabel("update")
     axis.set_ylabel("reward")
     axis.set_ylim(-0.02, 1.02)
