@@ -93,12 +93,18 @@ def test_missing_policy_checkpoint_is_a_clear_error(
 
 
 def _write_run(root: Path, rewards: list[float]) -> None:
+    """A run whose pool (eviction-adjusted) and batch rewards both follow ``rewards``."""
     root.mkdir()
     log = MetricsLog(root / "metrics.jsonl")
     for step, reward in enumerate(rewards, 1):
         fields = dict.fromkeys(UpdateMetrics.__dataclass_fields__, 0)
         fields.update(
-            step=step, reward=reward, replay_reward=-1.0, terminations={}, per_task_reward={}
+            step=step,
+            reward=reward,
+            adjusted_reward=reward,
+            replay_reward=-1.0,
+            terminations={},
+            per_task_reward={},
         )
         log.append(UpdateMetrics(**fields))
 

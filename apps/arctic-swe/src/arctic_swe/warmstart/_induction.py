@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from arctic_swe.warmstart._errors import WarmStartError
+from arctic_swe.warmstart._sft import optimizer_step
 
 
 @dataclass(frozen=True)
@@ -100,10 +101,7 @@ def pretrain_induction(
             began = time.monotonic()
             batch = copy_batch(generator, config, vocab, first_token, sep)
             loss, accuracy = copy_loss(model, batch, config.span)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()  # type: ignore[no-untyped-call]
-            nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-            optimizer.step()
+            optimizer_step(model, optimizer, loss, config.grad_clip)
             record = InductionStep(step, float(loss.detach()), accuracy, time.monotonic() - began)
             history.append(record)
             if on_step is not None:

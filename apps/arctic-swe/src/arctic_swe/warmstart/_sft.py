@@ -94,6 +94,16 @@ def assistant_loss(model: nn.Module, inputs: torch.Tensor, labels: torch.Tensor)
     )
 
 
+def optimizer_step(
+    model: nn.Module, optimizer: torch.optim.Optimizer, loss: torch.Tensor, grad_clip: float
+) -> None:
+    """Backward, clip the global gradient norm to ``grad_clip``, step (both warm-start stages)."""
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()  # type: ignore[no-untyped-call]
+    nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    optimizer.step()
+
+
 def train_sft(
     model: nn.Module,
     trajectories: Sequence[Trajectory],
@@ -127,10 +137,7 @@ def train_sft(
                 batch.append(order.pop())
             inputs, labels = collate(batch, pad_id)
             loss = assistant_loss(model, inputs, labels)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()  # type: ignore[no-untyped-call]
-            nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-            optimizer.step()
+            optimizer_step(model, optimizer, loss, config.grad_clip)
             schedule.step()
             tokens = int((labels != IGNORE).sum())
             record = SFTStep(step, float(loss.detach()), tokens, time.monotonic() - began)
