@@ -20,7 +20,6 @@ from arctic_swe._version import __version__
 
 if TYPE_CHECKING:  # heavy imports (torch, transformers) load only when a command runs
     from rich.console import Console
-    from rich.progress import Progress
 
     from arctic_swe.engine import TorchEngine
     from arctic_swe.harness import Trajectory
@@ -42,29 +41,11 @@ DEFAULT_POLICY = "runs/warmstart"
 TOKENIZER_DIR = "tokenizer"
 
 
-def _progress(console: Console) -> Progress:
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[info]}"),
-        TimeElapsedColumn(),
-        console=console,
-    )
-
-
 def deck_build(args: argparse.Namespace, console: Console) -> int:
     """Generate the deck, train the tokenizer on it, validate with Pipeline 1."""
     from rich.table import Table
 
+    from arctic_swe._progress import stage_progress
     from arctic_swe.chat import save_tokenizer, train_tokenizer
     from arctic_swe.deck import DeckConfig, validate_deck, write_deck
     from arctic_swe.harness import TINY_HARNESS
@@ -86,7 +67,7 @@ def deck_build(args: argparse.Namespace, console: Console) -> int:
     if args.validate == "sample":
         step = max(1, len(chosen) // args.sample)
         chosen = chosen[::step][: args.sample]
-    with _progress(console) as progress:
+    with stage_progress(console) as progress:
         bar = progress.add_task("Pipeline 1", total=len(chosen), info="")
         _, report = validate_deck(
             deck,
@@ -143,6 +124,7 @@ def rollout(args: argparse.Namespace, console: Console) -> int:
     """Sample rollouts of the policy on deck tasks; print one trajectory and the summary."""
     import torch
 
+    from arctic_swe._progress import stage_progress
     from arctic_swe.chat import IM_END, load_tokenizer, special_id
     from arctic_swe.deck import load_deck
     from arctic_swe.engine import EngineConfig, TorchEngine
@@ -158,7 +140,7 @@ def rollout(args: argparse.Namespace, console: Console) -> int:
     engine = TorchEngine(
         model, EngineConfig(capacity=max(1, len(tasks)), seed=args.seed, stop_token_ids=(stop,))
     )
-    with _progress(console) as progress:
+    with stage_progress(console) as progress:
         bar = progress.add_task("rollouts", total=len(tasks), info="")
         solved = [0]
 

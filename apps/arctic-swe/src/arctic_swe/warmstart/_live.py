@@ -6,9 +6,9 @@ import os
 from collections.abc import Sequence
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from transformers import PreTrainedTokenizerFast
 
+from arctic_swe._progress import stage_progress
 from arctic_swe.deck import DeckTask
 from arctic_swe.warmstart._induction import InductionConfig
 from arctic_swe.warmstart._pipeline import WarmStartResult, warm_start
@@ -30,15 +30,7 @@ def warm_start_live(
 ) -> WarmStartResult:
     """:func:`warm_start` with one progress bar per stage (expert, copy, SFT) and a closing
     line naming what was written and how long each stage took."""
-    progress = Progress(
-        TextColumn("{task.description:<6}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[info]}"),
-        TimeElapsedColumn(),
-        console=console,
-    )
-    with progress:
+    with stage_progress(console) as progress:
         expert_bar = progress.add_task("expert", total=len(tasks), info="")
         copy_bar = progress.add_task("copy", total=induction.steps, info="")
         sft_bar = progress.add_task("SFT", total=sft.steps, info="")
