@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, invariant, rule
 
 from hybrid_numerics import (
+    GDNInputError,
     chunk_gated_delta_rule,
     fused_recurrent_gated_delta_rule,
     reference_gated_delta_rule,
@@ -22,9 +23,17 @@ H, HV, K, V, SLOTS = 1, 2, 8, 4, 4
 
 def test_auto_backend_is_torch_on_cpu_and_explicit_choices_win() -> None:
     x = torch.zeros(1)
-    assert _choose_backend("auto", x) == "torch"
-    assert _choose_backend("triton", x) == "triton"
-    assert _choose_backend("torch", x) == "torch"
+    for mode in ("chunk", "recurrent"):
+        assert _choose_backend("auto", mode, x) == "torch"
+        assert _choose_backend("triton", mode, x) == "triton"
+        assert _choose_backend("torch", mode, x) == "torch"
+    # The chunk kernels have a backward; the recurrent kernel does not and refuses a gradient.
+    w = torch.zeros(1, requires_grad=True)
+    assert _choose_backend("triton", "chunk", w) == "triton"
+    with pytest.raises(GDNInputError, match="no backward"):
+        _choose_backend("triton", "recurrent", w)
+    with torch.no_grad():
+        assert _choose_backend("triton", "recurrent", w) == "triton"
 
 
 def test_gather_and_scatter_skip_negative_slots() -> None:

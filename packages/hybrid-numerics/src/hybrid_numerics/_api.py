@@ -1,9 +1,11 @@
 """Public Gated DeltaNet entry points: validation, the fused gate, state caches, dispatch.
 
-Dispatch (``backend="auto"``): Triton kernels for CUDA tensors when no gradient is needed, the
-vectorised PyTorch path otherwise (CPU, or training on CUDA until the Triton backward lands).
-``backend="triton"`` forces the kernels, which also run on CPU tensors under
-``TRITON_INTERPRET=1`` (how CI tests them); ``backend="torch"`` forces the torch path.
+Dispatch (``backend="auto"``): Triton kernels for CUDA tensors, the vectorised PyTorch path on
+CPU. The Triton chunk path is differentiable (its state scan has a Triton backward); the
+recurrent kernel is forward-only, so ``auto`` runs a recurrent call that needs a gradient on the
+torch path, and ``backend="triton"`` refuses one. ``backend="triton"`` forces the kernels, which
+also run on CPU tensors under ``TRITON_INTERPRET=1`` (how CI tests them); ``backend="torch"``
+forces the torch path.
 """
 
 from __future__ import annotations
@@ -132,7 +134,7 @@ def _run(
         g = gdn_gate(g, A_log, dt_bias)
     scale_value = shapes.K**-0.5 if scale is None else float(scale)
     use_cache = state_cache is not None and state_indices is not None
-    chosen = _choose_backend(backend, q, k, v, g, beta, initial_state)
+    chosen = _choose_backend(backend, mode, q, k, v, g, beta, initial_state)
     if chosen == "triton":
         from hybrid_numerics._triton_api import run_triton  # lazy: keeps triton off the CPU path
 
@@ -178,16 +180,24 @@ def _run(
     return o.to(v.dtype), (final if output_final_state else None)
 
 
-def _choose_backend(backend: Backend, *tensors: torch.Tensor | None) -> Literal["torch", "triton"]:
-    """``auto``: Triton for CUDA tensors when no gradient is needed, the torch path otherwise."""
+def _choose_backend(
+    backend: Backend, mode: Literal["chunk", "recurrent"], *tensors: torch.Tensor | None
+) -> Literal["torch", "triton"]:
+    """``auto``: Triton for CUDA tensors, except a recurrent call that needs a gradient (the
+    recurrent kernel has no backward): that one, and CPU tensors, take the torch path."""
+    present = [t for t in tensors if t is not None]
+    needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in present)
+    if backend == "triton" and mode == "recurrent" and needs_grad:
+        # Running it would return an output detached from its inputs: silently no gradient.
+        raise GDNInputError(
+            "the Triton recurrent kernel has no backward; use backend='auto' or 'torch' when "
+            "an input requires grad (or call it under torch.no_grad())"
+        )
     if backend != "auto":
         return backend
-    present = [t for t in tensors if t is not None]
     if not present[0].is_cuda:
         return "torch"
-    # The Triton kernels are forward-only: training keeps autograd on the torch path.
-    needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in present)
-    return "torch" if needs_grad else "triton"
+    return "torch" if mode == "recurrent" and needs_grad else "triton"
 
 
 def gather_states(

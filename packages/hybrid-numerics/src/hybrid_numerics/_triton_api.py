@@ -3,7 +3,9 @@
 The chunk path is a hybrid: the state-independent terms (UT transform, decayed keys/queries,
 intra-chunk scores) are batched FP32 tensor ops (:func:`prepare_chunks`, shared with the torch
 path), the sequential state scan is :func:`chunk_state_kernel` with FP32 states and FP32 dots,
-and the outputs are one more batched FP32 product. The decode path is one fused kernel.
+and the outputs are one more batched FP32 product. The chunk path is differentiable: autograd
+through the torch parts, and the scan's own backward kernel (:mod:`hybrid_numerics._triton_scan`).
+The decode path is one fused kernel, forward only.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import triton
 
 from hybrid_numerics._chunk_torch import CHUNK_SIZE, compute_dtype, prepare_chunks
 from hybrid_numerics._errors import GDNInputError
-from hybrid_numerics._triton_kernels import INTERPRET, chunk_state_kernel, recurrent_kernel
+from hybrid_numerics._triton_kernels import INTERPRET, recurrent_kernel
+from hybrid_numerics._triton_scan import scan_states
 from hybrid_numerics._validate import GDNShapes
 from hybrid_numerics._varlen import pad_packed, seq_bounds, unpad_packed
 
@@ -127,21 +130,12 @@ def _chunk(
     kd = terms.kd.expand(B, H, G, NC, C, K).reshape(B * HV, NC, C, K).contiguous()
     u = terms.u.reshape(B * HV, NC, C, V).contiguous()
     decay = terms.chunk_decay.reshape(B * HV, NC).contiguous()
-    states = torch.empty(B * HV, NC + 1, K, V, dtype=torch.float32, device=q.device)
-    h0 = (
-        initial_state.float().reshape(B * HV, K, V).contiguous()
-        if initial_state is not None
-        else states
-    )
-
-    def grid(meta: dict[str, int]) -> tuple[int, int]:
-        return (triton.cdiv(V, meta["BV"]), B * HV)
-
-    chunk_state_kernel[grid](
-        w, u, kd, decay, h0, states, NC,
-        HV=HV, K=K, V=V, BK=triton.next_power_of_2(K), BC=C,
-        USE_INITIAL=initial_state is not None,
-    )  # fmt: skip
+    h0 = None
+    if initial_state is not None:
+        h0 = initial_state.float().reshape(B * HV, K, V).contiguous()
+    # Differentiable: the scan's backward is the reverse-scan kernel (see _triton_scan); the
+    # state-independent terms above and the outputs below go through autograd.
+    states = scan_states(w, u, kd, decay, h0)
     states = states.reshape(B, H, G, NC + 1, K, V)
     o = terms.outputs(states, q.shape[1])
     final = states[:, :, :, NC].reshape(B, HV, K, V)

@@ -10,6 +10,8 @@
   (batch, value head, V block) walks the chunks, stores every per-chunk state in FP32 (fla stores
   them in bf16) and multiplies by the state with FP32 dots (``input_precision="ieee"``: no TF32
   and no bf16 rounding of the state inside ``tl.dot``).
+* :func:`chunk_state_grad_kernel` - the backward of that scan: the same grid walks the chunks in
+  reverse and carries the FP32 state gradient ``dS`` (never rounded either).
 
 Both run under ``TRITON_INTERPRET=1`` on CPU tensors: loop indices are used as plain integers
 (never ``.to()``-cast), and the autotuner has a single configuration in interpreter mode.
@@ -93,13 +95,14 @@ def recurrent_kernel(
 @triton.jit
 def chunk_state_kernel(
     w, u, kd, decay, h0, states, NC,
-    HV: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, BC: tl.constexpr,
+    K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, BC: tl.constexpr,
     BV: tl.constexpr, USE_INITIAL: tl.constexpr,
 ):  # fmt: skip
     """``S_{c+1} = decay_c S_c + kd_c^T (u_c - w_c S_c)`` with every ``S_c`` stored in FP32.
 
     ``w, kd: [B*HV, NC, BC, K]``, ``u: [B*HV, NC, BC, V]``, ``decay: [B*HV, NC]``,
-    ``h0: [B*HV, K, V]``, ``states: [B*HV, NC + 1, K, V]`` (all FP32, contiguous).
+    ``h0: [B*HV, K, V]``, ``states: [B*HV, NC + 1, K, V]`` (all FP32, contiguous). Launched by
+    :mod:`hybrid_numerics._triton_scan` (with its backward, :func:`chunk_state_grad_kernel`).
     """
     i_v = tl.program_id(0)
     i_bh = tl.program_id(1).to(tl.int64)
@@ -126,3 +129,56 @@ def chunk_state_kernel(
         state = state * tl.load(decay + base)
         state += tl.dot(tl.trans(b_kd), fresh, input_precision="ieee")
     tl.store(states + (i_bh * (NC + 1) + NC) * K * V + hv_off, state, mask=mask_h)
+
+
+@triton.autotune(configs=_STATE_CONFIGS, key=["K", "V", "BC"])
+@triton.jit
+def chunk_state_grad_kernel(
+    w, kd, decay, states, d_states, d_s, d_fresh, d_decay_cols, NC,
+    K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, BC: tl.constexpr, BV: tl.constexpr,
+):  # fmt: skip
+    """Reverse scan of :func:`chunk_state_kernel`. Walking ``c = NC-1 .. 0``:
+
+        dfresh_c = kd_c dS_{c+1}
+        dS_c     = d_states_c + decay_c dS_{c+1} - w_c^T dfresh_c
+        da_c     = <S_c, dS_{c+1}>    (here only its sum over K, per column v)
+
+    with ``dS_NC = d_states_NC`` (the final state's gradient). Inputs: ``w, kd: [B*HV, NC, BC,
+    K]``, ``decay: [B*HV, NC]``, ``states, d_states: [B*HV, NC + 1, K, V]`` (the forward's
+    states and their incoming gradients). Outputs: ``d_s: [B*HV, NC + 1, K, V]`` (every total
+    state gradient; ``d_s[:, 0]`` is the initial state's), ``d_fresh: [B*HV, NC, BC, V]``,
+    ``d_decay_cols: [B*HV, NC, V]``. All FP32 and contiguous.
+
+    ``da_c`` is a reduction over the whole ``[K, V]`` state, which spans several programs; each
+    stores its column sums and the caller adds them (no atomics: deterministic, and the outputs
+    do not depend on ``BV``, so the autotuner may rerun the kernel with any config - every
+    output is written, never accumulated into).
+    """
+    i_v = tl.program_id(0)
+    i_bh = tl.program_id(1).to(tl.int64)
+    o_k = tl.arange(0, BK)
+    o_c = tl.arange(0, BC)
+    o_v = i_v * BV + tl.arange(0, BV)
+    mask_k = o_k < K
+    mask_v = o_v < V
+    mask_h = mask_k[:, None] & mask_v[None, :]
+    hv_off = o_k[:, None] * V + o_v[None, :]
+    s_base = i_bh * (NC + 1) * K * V
+    d_state = tl.load(d_states + s_base + NC * K * V + hv_off, mask=mask_h, other=0.0)
+    tl.store(d_s + s_base + NC * K * V + hv_off, d_state, mask=mask_h)
+    for i in range(NC):
+        c = NC - 1 - i  # a plain integer (the interpreter cannot .to()-cast loop indices)
+        base = i_bh * NC + c
+        b_s = tl.load(states + s_base + c * K * V + hv_off, mask=mask_h, other=0.0)
+        tl.store(d_decay_cols + base * V + o_v, tl.sum(b_s * d_state, axis=0), mask=mask_v)
+        ck = base * BC * K + o_c[:, None] * K + o_k[None, :]
+        b_w = tl.load(w + ck, mask=mask_k[None, :], other=0.0)
+        b_kd = tl.load(kd + ck, mask=mask_k[None, :], other=0.0)
+        b_df = tl.dot(b_kd, d_state, input_precision="ieee")  # [BC, BV], FP32 dot
+        tl.store(
+            d_fresh + base * BC * V + o_c[:, None] * V + o_v[None, :], b_df, mask=mask_v[None, :]
+        )
+        d_state = d_state * tl.load(decay + base)
+        d_state -= tl.dot(tl.trans(b_w), b_df, input_precision="ieee")
+        d_state += tl.load(d_states + s_base + c * K * V + hv_off, mask=mask_h, other=0.0)
+        tl.store(d_s + s_base + c * K * V + hv_off, d_state, mask=mask_h)
