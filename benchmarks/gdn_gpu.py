@@ -4,7 +4,10 @@ Workloads on the Qwen3.5 Gated DeltaNet head configurations (H_qk, HV) = (16, 32
 (8, 32), (2, 8) with K = V = 128, bf16 activations, FP32 state:
 
 * ``forward``: chunk path over T tokens (``--T``, default 2k, 8k, 32k), final state kept;
-* ``forward_backward``: forward plus backward of a random projection of output and state;
+* ``forward_backward``: forward plus backward of a random projection of output and state
+  (``backend="auto"``: on CUDA the Triton chunk path with its Triton state-scan backward;
+  ``torch_forward_backward`` is the same on the vectorised torch path, the pre-Triton-backward
+  training route, for comparison);
 * ``decode``: one token for ``--decode-batch`` sequences on an FP32 state cache, in place.
 
 Reported per case: median milliseconds (CUDA events), achieved TB/s under a byte model (every
@@ -32,6 +35,7 @@ import torch
 from torch.nn import functional
 
 from hybrid_numerics import (
+    Backend,
     chunk_gated_delta_rule,
     fused_recurrent_gated_delta_rule,
     reference_gated_delta_rule,
@@ -105,11 +109,14 @@ def io_bytes(x: tuple[torch.Tensor, ...]) -> float:
     return float(total)
 
 
-def ours_chunk(x: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, torch.Tensor | None]:
+def ours_chunk(
+    x: tuple[torch.Tensor, ...], backend: Backend = "auto"
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     q, k, v, g, beta, h0 = x
     return chunk_gated_delta_rule(
-        q, k, v, g, beta, initial_state=h0, output_final_state=True, use_qk_l2norm=True
-    )
+        q, k, v, g, beta, initial_state=h0, output_final_state=True, use_qk_l2norm=True,
+        backend=backend,
+    )  # fmt: skip
 
 
 def fla_call(fn: Callable[..., Any], x: tuple[torch.Tensor, ...]) -> Any:
@@ -162,6 +169,9 @@ def bench_config(args: argparse.Namespace, h: int, hv: int, fla: tuple[Any, Any]
             if fla_chunk is not None:
                 row["fla_forward_ms"] = cuda_ms(lambda x=x: fla_call(fla_chunk, x), args.repeats)
         row["ours_forward_backward_ms"] = cuda_ms(fwd_bwd(ours_chunk, x), args.repeats)
+        row["ours_torch_forward_backward_ms"] = cuda_ms(
+            fwd_bwd(lambda y: ours_chunk(y, "torch"), x), args.repeats
+        )
         if fla_chunk is not None:
             row["fla_forward_backward_ms"] = cuda_ms(
                 fwd_bwd(lambda y: fla_call(fla_chunk, y), x), args.repeats
