@@ -166,12 +166,9 @@ def test_patched_model_gradients_on_the_triton_backend_match_float64() -> None:
     """A training step of a patched Qwen3.5 (fused gate, l2norm, grouped heads, bf16-free):
     every GDN-layer parameter gradient vs the same model in float64 on the torch path.
 
-    Not against the FP32 torch path: there the gate parameters (``A_log``, ``dt_bias``,
-    ``in_proj_a``) differ by up to 5.5e-5, and that is the torch path's own error (5e-6 - 5.5e-5
-    vs float64 here; the Triton path's 4e-7 - 7e-7). Measured cause: ``_PairwiseDecay``'s
-    backward sums ``dD * D`` over ``[C, C]`` in FP32 (with the sum in float64 the torch path is
-    at <= 1e-6 here); these gradients are small (norm ~1e-5) sums with heavy cancellation. The
-    Triton path gets the decay from :func:`prepare_chunks`, whose decay autograd is float64."""
+    The FP32 torch path gets the same check in ``test_qwen3_5.py`` (its gate-parameter
+    gradients were 5e-6 - 5.5e-5 off here until ``_PairwiseDecay``'s backward stopped
+    cancelling; the Triton path's are 4e-7 - 7e-7: its decay autograd is float64)."""
     transformers = pytest.importorskip("transformers")
     from hybrid_numerics import patch_qwen3_5
 
