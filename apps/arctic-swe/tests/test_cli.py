@@ -39,6 +39,7 @@ def test_unknown_command_is_a_usage_error() -> None:
         (["deck", "build", "--help"], ["--out", "--seed", "--pool-size", "--validate", "--reruns"]),
         (["warmstart", "--help"], ["--deck", "--out", "--tasks", "--steps", "--lr"]),
         (["rollout", "--help"], ["--deck", "--policy", "--tasks", "--split", "--show"]),
+        (["evaluate", "--help"], ["POLICY", "--deck", "--samples", "--split", "--seed", "--json"]),
     ],
 )
 def test_every_command_documents_its_options(
@@ -59,6 +60,8 @@ def test_every_command_documents_its_options(
         ["deck", "build", "--pool-size", "0"],
         ["deck", "build", "--validate", "maybe"],
         ["rollout", "--tasks", "-3"],
+        ["evaluate"],
+        ["evaluate", "runs/x", "--samples", "0"],
         ["warmstart", "--steps", "ten"],
     ],
 )

@@ -2,7 +2,8 @@
 
 ``components`` lists the installed Arctic-SWE packages; ``deck build``, ``warmstart`` and
 ``rollout`` (issue #10) build the embedded deck and tokenizer, warm-start the tiny policy on the
-scripted expert, and watch it solve tasks. ``overfit`` and ``compare`` land with issue #11.
+scripted expert, and watch it solve tasks; ``evaluate`` measures sampled success of policies
+side by side. ``overfit`` and ``compare`` (issue #11) live in ``arctic_swe.orchestrator``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from arctic_swe._version import __version__
 if TYPE_CHECKING:  # heavy imports (torch, transformers) load only when a command runs
     from rich.console import Console
 
-    from arctic_swe.engine import TorchEngine
     from arctic_swe.harness import Trajectory
 #: The workspace members the application composes, in DESIGN.md §2 order.
 COMPONENTS: tuple[str, ...] = (
@@ -128,14 +128,17 @@ def rollout(args: argparse.Namespace, console: Console) -> int:
     from arctic_swe.chat import IM_END, load_tokenizer, special_id
     from arctic_swe.deck import load_deck
     from arctic_swe.engine import EngineConfig, TorchEngine
+    from arctic_swe.evaluate import sample_rollouts
     from arctic_swe.harness import summary, summary_table, trajectory_view
     from arctic_swe.model import load_policy
+    from arctic_swe.trainer import policy_dir
 
     torch.set_num_threads(args.threads)
     deck = load_deck(args.deck)
-    tokenizer = load_tokenizer(args.policy)
+    directory = policy_dir(args.policy)
+    tokenizer = load_tokenizer(directory)
     tasks = [task.spec for task in deck.split(args.split)[: args.tasks]]
-    model = load_policy(args.policy)
+    model = load_policy(directory)
     stop = special_id(tokenizer, IM_END)
     engine = TorchEngine(
         model, EngineConfig(capacity=max(1, len(tasks)), seed=args.seed, stop_token_ids=(stop,))
@@ -148,7 +151,9 @@ def rollout(args: argparse.Namespace, console: Console) -> int:
             solved[0] += trajectory.solved
             progress.update(bar, advance=1, info=f"solved {solved[0]}")
 
-        trajectories = asyncio.run(_rollouts(engine, tasks, tokenizer, args.workers, done))
+        trajectories = asyncio.run(
+            sample_rollouts(engine, tasks, tokenizer, workers=args.workers, on_done=done)
+        )
     for trajectory in trajectories[: args.show]:
         console.print(trajectory_view(trajectory))
     console.print(summary_table(trajectories))
@@ -158,24 +163,45 @@ def rollout(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-async def _rollouts(
-    engine: TorchEngine, tasks: list[Any], tokenizer: Any, workers: int, done: Any
-) -> list[Trajectory]:
-    from arctic_swe.harness import TINY_HARNESS, EngineSampler, run_rollouts
-    from swe_sandbox import NamespaceBackend, SandboxPool
+def evaluate(args: argparse.Namespace, console: Console) -> int:
+    """Sampled success of each policy on a deck split, with Wilson intervals, in one table."""
+    import torch
 
-    try:
-        async with SandboxPool(NamespaceBackend(), max_concurrency=workers) as pool:
-            return await run_rollouts(
-                tasks,
-                lambda index, _: EngineSampler(engine, tokenizer, index),
-                pool,
-                tokenizer,
-                TINY_HARNESS,
-                on_done=done,
+    from arctic_swe._progress import stage_progress
+    from arctic_swe.deck import load_deck
+    from arctic_swe.evaluate import evaluate_policy, evaluation_table
+
+    torch.set_num_threads(args.threads)
+    deck = load_deck(args.deck)
+    tasks = [task.spec for task in deck.split(args.split)[: args.tasks]]
+    if not tasks:
+        console.print(f"[red]error:[/red] the deck's {args.split} split is empty")
+        return 2
+    results = []
+    with stage_progress(console) as progress:
+        for policy in args.policies:
+            bar = progress.add_task(str(policy), total=len(tasks) * args.samples, info="")
+            solved = [0]
+
+            def done(trajectory: Trajectory, bar: Any = bar, solved: list[int] = solved) -> None:
+                solved[0] += trajectory.solved
+                progress.update(bar, advance=1, info=f"solved {solved[0]}")
+
+            results.append(
+                evaluate_policy(
+                    policy,
+                    tasks,
+                    split=args.split,
+                    samples=args.samples,
+                    seed=args.seed,
+                    workers=args.workers,
+                    on_done=done,
+                )
             )
-    finally:
-        await engine.close()
+    console.print(evaluation_table(results, title=f"{args.split} split, {args.samples} per task"))
+    if args.json:
+        Path(args.json).write_text("".join(json.dumps(r.to_dict()) + "\n" for r in results))
+    return 0
 
 
 def component_versions() -> dict[str, str | None]:
@@ -276,13 +302,40 @@ def _add_rollout_parser(commands: argparse._SubParsersAction[argparse.ArgumentPa
     roll.add_argument("--json", default=None, help="also write the trajectories as JSON lines")
 
 
+def _add_evaluate_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    ev = commands.add_parser(
+        "evaluate",
+        help="sampled success of one or more policies on a deck split (warm start vs trained)",
+        description="Roll out every task of the split --samples times per policy (temperature 1, "
+        "gated reward, real sandboxes) and print solved, rate, Wilson 95%% interval, change "
+        "against the first policy, and how the rollouts ended. A POLICY is a policy directory, "
+        "a checkpoint directory, or a run directory (its latest checkpoint).",
+    )
+    ev.add_argument("policies", nargs="+", metavar="POLICY", help="policy, checkpoint or run dir")
+    ev.add_argument("--deck", default=DEFAULT_DECK, help="deck directory")
+    ev.add_argument(
+        "--split", choices=("pool", "heldout", "warmstart"), default="pool", help="deck split"
+    )
+    ev.add_argument(
+        "--tasks", type=_positive, default=None, help="first N tasks of the split (default: all)"
+    )
+    ev.add_argument("--samples", type=_positive, default=4, help="rollouts per task")
+    ev.add_argument(
+        "--seed", type=_non_negative, default=0, help="sampling seed (the same for every policy)"
+    )
+    ev.add_argument("--workers", type=_positive, default=4, help="sandboxes at once")
+    ev.add_argument("--threads", type=_positive, default=2, help="torch CPU threads")
+    ev.add_argument("--json", default=None, help="also write one JSON line per policy")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="arctic-swe",
         description=(
             "Arctic-SWE: fully asynchronous RL of long-horizon software-engineering agents. "
             "Typical flow on one CPU machine: `deck build`, then `warmstart`, then `rollout` to check the "
-            "warm-started policy, then `overfit` (the overfitting stress test) and `compare`."
+            "warm-started policy, then `overfit` (the overfitting stress test), `evaluate` (warm "
+            "start vs trained policy) and `compare`."
         ),
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -295,6 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_deck_parser(commands)
     _add_warmstart_parser(commands)
     _add_rollout_parser(commands)
+    _add_evaluate_parser(commands)
     __import__("arctic_swe.orchestrator._commands").orchestrator._commands.register(commands)
     return parser
 
@@ -309,7 +363,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{name:<16} {found or 'NOT INSTALLED'}")
             missing += found is None
         return 1 if missing else 0
-    if args.command in ("deck", "warmstart", "rollout"):
+    if args.command in ("deck", "warmstart", "rollout", "evaluate"):
         return _run(args)
     if getattr(args, "handler", None) is not None:  # overfit, compare (issue #11)
         return int(args.handler(args))
@@ -324,6 +378,7 @@ def _run(args: argparse.Namespace) -> int:
     from arctic_swe.deck import DeckError
     from arctic_swe.harness import HarnessError
     from arctic_swe.model import PolicyError
+    from arctic_swe.trainer import TrainerError
     from arctic_swe.warmstart import WarmStartError
 
     console = Console()
@@ -331,10 +386,11 @@ def _run(args: argparse.Namespace) -> int:
         "deck": deck_build,
         "warmstart": warmstart,
         "rollout": rollout,
+        "evaluate": evaluate,
     }[args.command]
     try:
         return command(args, console)
-    except (DeckError, ChatError, HarnessError, PolicyError, WarmStartError) as exc:
+    except (DeckError, ChatError, HarnessError, PolicyError, TrainerError, WarmStartError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         return 2
 

@@ -19,6 +19,7 @@ from arctic_swe.trainer import (
     build_fp32_policy,
     latest_checkpoint,
     load_checkpoint,
+    policy_dir,
     save_checkpoint,
 )
 from deck_evictor import Deck
@@ -86,3 +87,26 @@ def test_incomplete_or_mismatched_checkpoints_are_refused(tmp_path: Path) -> Non
     shutil.rmtree(path / "model")
     with pytest.raises(ResumeError):
         load_checkpoint(path, _fresh())
+
+
+def test_a_checkpoint_with_its_tokenizer_is_a_policy_directory(tmp_path: Path) -> None:
+    from arctic_swe.chat import load_tokenizer, train_tokenizer
+
+    tokenizer = train_tokenizer(["def f(x):\n    return x + 1\n"] * 8, vocab_size=300)
+    trainer, deck = _fresh(), Deck(["a", "b"], seed=0)
+    trainer.step(_samples(0))
+    run = tmp_path / "run"
+    path = save_checkpoint(
+        run / "checkpoints", trainer, deck, version=1, metrics_lines=0, tokenizer=tokenizer
+    )
+    # a run directory, a checkpoint directory and the model directory all name the same policy
+    for given in (run, path, path / "model"):
+        assert policy_dir(given) == path / "model"
+    assert load_tokenizer(policy_dir(run)).get_vocab() == tokenizer.get_vocab()
+    assert policy_dir(tmp_path / "elsewhere") == tmp_path / "elsewhere"  # left to the loader
+
+
+def test_a_run_without_a_completed_checkpoint_is_not_a_policy(tmp_path: Path) -> None:
+    (tmp_path / "run" / "checkpoints").mkdir(parents=True)
+    with pytest.raises(ResumeError, match="no completed checkpoint"):
+        policy_dir(tmp_path / "run")

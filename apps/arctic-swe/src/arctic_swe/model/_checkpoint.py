@@ -83,9 +83,10 @@ def load_policy(
     config = _read_config(directory)
     try:
         loader: Any = Qwen3_5ForCausalLM.from_pretrained  # opaque to mypy (decorated)
-        model: Qwen3_5ForCausalLM = loader(
-            directory, config=config, dtype=torch.float32, local_files_only=True
-        )
+        with _quiet_progress():  # no "Loading weights" bar per load (evaluate loads several)
+            model: Qwen3_5ForCausalLM = loader(
+                directory, config=config, dtype=torch.float32, local_files_only=True
+            )
     except (OSError, ValueError, RuntimeError, SafetensorError) as exc:
         raise CheckpointError(f"cannot load weights from {directory}: {exc}") from exc
     torch.nn.Module.to(model, device=device)  # HF's .to() is untyped

@@ -241,6 +241,7 @@ class RLLoop:
             metrics_lines=cursor,
             extras={"inflight_tasks": pending},
             keep=parts.config.run.keep_checkpoints,
+            tokenizer=parts.tokenizer,
         )
 
     def _record(

@@ -7,6 +7,7 @@ from arctic_swe.trainer._checkpoint import (
     latest_checkpoint,
     load_checkpoint,
     load_model_from,
+    policy_dir,
     save_checkpoint,
 )
 from arctic_swe.trainer._errors import BatchError, ResumeError, TrainerError
@@ -32,5 +33,6 @@ __all__ = [
     "load_model_from",
     "loss_config",
     "pad_batch",
+    "policy_dir",
     "save_checkpoint",
 ]

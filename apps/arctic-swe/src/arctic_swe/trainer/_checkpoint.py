@@ -2,7 +2,8 @@
 
 One checkpoint is a directory ``checkpoints/step-N/``::
 
-    model/              Hugging Face checkpoint (config.json + model.safetensors)
+    model/              Hugging Face checkpoint (config.json + model.safetensors, and the
+                        tokenizer when the run passes one: a self-contained policy directory)
     trainer.pt          AdamW state and step count
     rng.pt              torch / python RNG states
     deck.state          deck-evictor state (its own atomic format)
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import Qwen3_5ForCausalLM
+from transformers import PreTrainedTokenizerFast, Qwen3_5ForCausalLM
 
 from arctic_swe.model import CheckpointError, assign_weights, read_weights, save_policy
 from arctic_swe.trainer._errors import ResumeError
@@ -58,15 +59,21 @@ def save_checkpoint(
     metrics_lines: int,
     extras: Mapping[str, Any] | None = None,
     keep: int = 2,
+    tokenizer: PreTrainedTokenizerFast | None = None,
 ) -> Path:
     """Write checkpoint ``step-{trainer.steps}`` under ``root`` atomically; prune all but the
-    newest ``keep``. Returns its path."""
+    newest ``keep``. Returns its path.
+
+    With ``tokenizer``, ``model/`` also holds it, so the checkpoint's policy can be sampled or
+    evaluated on its own (``arctic-swe rollout|evaluate --policy RUN_DIR``)."""
     root.mkdir(parents=True, exist_ok=True)
     name = f"step-{trainer.steps}"
     staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=root))
     try:
         model: Any = trainer.model
         save_policy(model, staging / "model")
+        if tokenizer is not None:
+            tokenizer.save_pretrained(str(staging / "model"))
         torch.save(trainer.state_dict(), staging / "trainer.pt")
         torch.save(
             {"torch": torch.get_rng_state(), "python": random.getstate()}, staging / "rng.pt"
@@ -127,6 +134,26 @@ def load_checkpoint(path: Path, trainer: Trainer) -> Restored:
         extras=dict(state["extras"]),
         path=path,
     )
+
+
+def policy_dir(path: str | os.PathLike[str]) -> Path:
+    """The policy directory ``path`` stands for: a run directory gives its latest checkpoint's
+    ``model/``, a checkpoint directory its ``model/``, anything else itself.
+
+    Raises :class:`ResumeError` for a run directory whose checkpoints never completed.
+    """
+    given = Path(path)
+    checkpoints = given / "checkpoints"
+    if (checkpoints / LATEST).is_file() or (
+        checkpoints.is_dir() and not (given / "model").is_dir()
+    ):
+        latest = latest_checkpoint(checkpoints)
+        if latest is None:
+            raise ResumeError(f"run {given} has no completed checkpoint")
+        return latest / "model"
+    if (given / "model" / "config.json").is_file():
+        return given / "model"
+    return given
 
 
 def load_model_from(path: Path) -> Qwen3_5ForCausalLM:

@@ -1,0 +1,20 @@
+"""Policy-level evaluation (``arctic-swe evaluate``): sampled, gated success on a deck split
+with a Wilson interval, for a warm start, a checkpoint or a run's latest checkpoint."""
+
+from arctic_swe.evaluate._evaluate import (
+    PolicyEvaluation,
+    evaluate_policy,
+    sample_rollouts,
+    tally_evaluation,
+    wilson_interval,
+)
+from arctic_swe.evaluate._table import evaluation_table
+
+__all__ = [
+    "PolicyEvaluation",
+    "evaluate_policy",
+    "evaluation_table",
+    "sample_rollouts",
+    "tally_evaluation",
+    "wilson_interval",
+]
