@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from formatcheck_turns import LS, THINK, bash, check
+from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
@@ -21,6 +22,7 @@ SUBMIT = check(render_turn("done", ToolCall("submit")))
 LIST = check(THINK + LS)
 PWD = check(render_turn("where", bash("pwd")))
 INVALID = check(LS + " trailing prose")
+VERDICT_KINDS = {"submit": SUBMIT, "list": LIST, "invalid": INVALID}  # list twice = a duplicate
 
 
 def test_clean_submit_earns_the_task_reward() -> None:
@@ -110,11 +112,41 @@ def test_closed_gate_refuses_more_turns() -> None:
         ({"invalid_reward": float("nan")}, ValueError),
         ({"invalid_reward": "0"}, TypeError),
         ({"on_invalid": "repair"}, ValueError),
+        ({"gated": "no"}, TypeError),
     ],
 )
 def test_bad_configuration(kwargs: dict[str, object], error: type[Exception]) -> None:
     with pytest.raises(error, match=next(iter(kwargs))):
         EpisodeGate(**kwargs)  # type: ignore[arg-type]
+
+
+@given(
+    kinds=st.lists(st.sampled_from(sorted(VERDICT_KINDS)), min_size=1, max_size=12),
+    max_turns=st.integers(1, 10),
+    max_tokens=st.integers(1, 400),
+    step=st.integers(0, 60),
+    on_invalid=st.sampled_from(["terminate", "feedback"]),
+    task_reward=st.floats(-1.0, 1.0),
+)
+def test_ungated_gate_ends_only_on_submit_or_a_budget(
+    kinds: list[str], max_turns: int, max_tokens: int, step: int, on_invalid: str,
+    task_reward: float,
+) -> None:  # fmt: skip
+    gate = EpisodeGate(max_turns, max_tokens, -1.0, on_invalid, gated=False)  # type: ignore[arg-type]
+    for n, kind in enumerate(kinds, start=1):
+        decision = gate.observe(VERDICT_KINDS[kind], n_tokens=step)
+        expected = (
+            GateReason.SUBMITTED if kind == "submit"
+            else GateReason.TOKEN_BUDGET if n * step >= max_tokens
+            else GateReason.TURN_BUDGET if n >= max_turns
+            else None
+        )  # fmt: skip
+        assert decision.reason is expected
+        assert decision.terminate == (expected is not None) == gate.done
+        if gate.done:
+            break
+    assert gate.invalid_turns == kinds[: gate.turns].count("invalid")
+    assert gate.reward(task_reward) == task_reward  # the grade itself, whatever ended it
 
 
 def test_bad_observe_and_reward_arguments() -> None:

@@ -15,7 +15,7 @@ from arctic_swe.harness import (
     Trajectory,
     run_episode,
 )
-from arctic_swe.harness._ablations import UngatedGate, lenient_call, lenient_verdict
+from arctic_swe.harness._ablations import lenient_call, lenient_verdict
 from arctic_swe.warmstart import expert_turns
 from swe_formatcheck import ToolCall, check_turn, render_turn
 from swe_sandbox import NamespaceBackend, SandboxPool
@@ -59,34 +59,6 @@ def test_lenient_call_last_duplicate_wins_and_unknown_tools_are_refused() -> Non
     assert lenient_call(missing, TOOLS) is None  # a required parameter is absent
     assert lenient_call("no call at all", TOOLS) is None
     assert lenient_verdict(check_turn("plain", tools=TOOLS), "plain", TOOLS).call is None
-
-
-@given(
-    kinds=st.lists(st.sampled_from(["submit", "call", "invalid"]), min_size=1, max_size=12),
-    max_turns=st.integers(1, 10),
-    max_tokens=st.integers(1, 400),
-    step=st.integers(0, 60),
-)
-def test_ungated_gate_ends_only_on_submit_or_a_budget(
-    kinds: list[str], max_turns: int, max_tokens: int, step: int
-) -> None:
-    gate = UngatedGate(max_turns, max_tokens, invalid_reward=-1.0)
-    calls = {"submit": ToolCall("submit", {}), "call": ToolCall("execute_bash", {"command": "ls"})}
-    for n, kind in enumerate(kinds, start=1):
-        raw = render_turn("x", calls[kind]) if kind in calls else "garbage"
-        decision = gate.observe(check_turn(raw, tools=TOOLS), n_tokens=step)
-        expected = (
-            "submitted" if kind == "submit"
-            else "token_budget" if n * step >= max_tokens
-            else "turn_budget" if n >= max_turns
-            else None
-        )  # fmt: skip
-        assert decision.reason == expected
-        assert decision.terminate == (expected is not None) == gate.done
-        if gate.done:
-            break
-    assert gate.reward(None) == -1.0
-    assert gate.reward(1.0) == 1.0  # the grade itself, whatever ended the episode
 
 
 def _episode(

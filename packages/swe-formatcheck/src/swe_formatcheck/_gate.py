@@ -5,6 +5,10 @@ reason, before group advantages are computed. Its `reward` is positive only for 
 ended on an explicit ``submit`` with no invalid turn. With ``on_invalid="feedback"`` (stacks that
 show the model an error message and let it retry) the episode goes on but is *tainted*: a harness
 remedy must never share in a positive reward, or the policy learns to lean on the harness.
+
+``gated=False`` is the ablation the paper measures the gate against (§3.2): nothing but a submit
+or a budget ends the episode (an invalid turn is only counted, a repeated call is allowed) and
+the reward is the task reward of whatever the repository holds at the end, submitted or not.
 """
 
 from __future__ import annotations
@@ -78,6 +82,10 @@ class EpisodeGate:
         on_invalid: ``"terminate"`` (default, the paper's recipe) or ``"feedback"`` (continue,
             but the episode is tainted and can never earn positive reward).
         submit_tool: the function name that ends an episode by submitting.
+        gated: ``True`` (default, the recipe). ``False`` is the ungated ablation: only a submit
+            or a budget terminates (``on_invalid`` and duplicate calls no longer end an
+            episode; invalid turns are still counted) and `reward` passes the task reward
+            through whatever ended the episode.
     """
 
     max_turns: int = attrs.field(default=100, validator=_positive_int("max_turns"))
@@ -87,6 +95,7 @@ class EpisodeGate:
         default="terminate", validator=_check_on_invalid
     )
     submit_tool: str = attrs.field(default="submit")
+    gated: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
     # Episode state: private so that only `observe` moves it; read through the properties below.
     _turns: int = attrs.field(default=0, init=False)
     _tokens: int = attrs.field(default=0, init=False)
@@ -163,9 +172,9 @@ class EpisodeGate:
         previous, self._previous_call = self._previous_call, call
         if call is None:
             self._invalid_turns += 1
-            if self.on_invalid == "terminate":
+            if self.gated and self.on_invalid == "terminate":
                 return GateReason.INVALID_FORMAT
-        elif call == previous:
+        elif call == previous and self.gated:
             return GateReason.DUPLICATE_CALL
         elif call.name == self.submit_tool:
             return GateReason.SUBMITTED
@@ -179,12 +188,15 @@ class EpisodeGate:
         """The gated reward: `task_reward` after a clean submit, else `invalid_reward`.
 
         Clean means the episode ended with ``submitted`` and no turn was ever invalid. An episode
-        not yet terminated has not submitted, so it also gets `invalid_reward`.
+        not yet terminated has not submitted, so it also gets `invalid_reward`. An ungated gate
+        (``gated=False``) returns `task_reward` whatever ended the episode.
         """
         if not isinstance(task_reward, int | float) or isinstance(task_reward, bool):
             raise TypeError(f"task_reward must be a number, got {type(task_reward).__name__}")
         if not math.isfinite(task_reward):
             raise ValueError(f"task_reward must be finite, got {task_reward}")
+        if not self.gated:
+            return float(task_reward)
         if self.submitted and not self.tainted:
             return float(task_reward)
         return float(self.invalid_reward)

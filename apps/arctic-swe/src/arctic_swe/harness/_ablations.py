@@ -5,10 +5,11 @@
   regexes, an unclosed ``<tool_call>`` accepted, a value ending at the next tag or at the end of
   the text, the last duplicate parameter winning, text around the call ignored. The strict
   verdict's codes are still recorded, so the metrics count the malformed turns that ran.
-* **Ungated reward** (``gated_reward=False``): nothing but a submit or an exhausted budget ends
-  the episode — an invalid turn gets an error observation and the episode goes on, a repeated
-  call simply runs again — and the reward is the grade of whatever the repository holds when the
-  episode ends, submitted or not.
+* **Ungated reward** (``gated_reward=False``): swe-formatcheck's ``EpisodeGate(gated=False)`` —
+  nothing but a submit or an exhausted budget ends the episode; an invalid turn gets the error
+  observation of :func:`feedback_text` and the episode goes on, a repeated call simply runs
+  again — and the reward is the grade of whatever the repository holds when the episode ends,
+  submitted or not.
 
 Both exist to reproduce the failure modes the recipe guards against; neither is a default.
 """
@@ -18,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from swe_formatcheck import GateDecision, GateReason, ToolCall, ToolSpec, TurnVerdict
+from swe_formatcheck import ToolCall, ToolSpec, TurnVerdict
 
 _ENVELOPE = re.compile(r"<tool_call>(.*?)</tool_call>|<tool_call>(.*)$", re.DOTALL)
 _FUNCTION = re.compile(r"<function=([^>\n]*)>")
@@ -79,41 +80,3 @@ def feedback_text(verdict: TurnVerdict) -> str:
     """The error observation an ungated harness shows after a turn it could not run."""
     details = "; ".join(f"{v.code}: {v.detail}" for v in verdict.violations) or "no tool call"
     return f"Error: your last turn was not a valid tool call ({details}). Try again."
-
-
-class UngatedGate:
-    """The ablation's episode end: only a submit or a budget terminates; the reward is the grade.
-
-    Same ``observe`` / ``reward`` / ``done`` surface as swe-formatcheck's ``EpisodeGate``.
-    ``invalid_reward`` is what an episode that was never graded earns.
-    """
-
-    def __init__(self, max_turns: int, max_tokens: int, invalid_reward: float) -> None:
-        self.max_turns = max_turns
-        self.max_tokens = max_tokens
-        self.invalid_reward = invalid_reward
-        self.turns = 0
-        self.tokens = 0
-        self.reason: GateReason | None = None
-
-    @property
-    def done(self) -> bool:
-        """Whether the episode has ended."""
-        return self.reason is not None
-
-    def observe(self, verdict: TurnVerdict, n_tokens: int) -> GateDecision:
-        """Record one turn: submit, then the token budget, then the turn budget end it."""
-        self.turns += 1
-        self.tokens += n_tokens
-        call = verdict.call
-        if call is not None and call.name == "submit":
-            self.reason = GateReason.SUBMITTED
-        elif self.tokens >= self.max_tokens:
-            self.reason = GateReason.TOKEN_BUDGET
-        elif self.turns >= self.max_turns:
-            self.reason = GateReason.TURN_BUDGET
-        return GateDecision(self.reason is not None, self.reason)
-
-    def reward(self, task_reward: float | None) -> float:
-        """The grade itself, whatever ended the episode (``invalid_reward`` if never graded)."""
-        return self.invalid_reward if task_reward is None else float(task_reward)

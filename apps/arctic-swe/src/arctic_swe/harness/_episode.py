@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from transformers import PreTrainedTokenizerFast
 
 from arctic_swe.chat import encode, observation_text, render_conversation
-from arctic_swe.harness._ablations import UngatedGate, feedback_text, lenient_verdict
+from arctic_swe.harness._ablations import feedback_text, lenient_verdict
 from arctic_swe.harness._config import HarnessConfig
 from arctic_swe.harness._sampler import TurnSampler
 from arctic_swe.harness._trajectory import NOT_GENERATED, Trajectory, TurnRecord
@@ -116,11 +116,9 @@ async def run_episode(
     """
     config = config or HarnessConfig()
     began = time.monotonic()
-    gate: EpisodeGate | UngatedGate
-    if config.gated_reward:
-        gate = EpisodeGate(config.max_turns, config.max_tokens, config.invalid_reward)
-    else:
-        gate = UngatedGate(config.max_turns, config.max_tokens, config.invalid_reward)
+    gate = EpisodeGate(
+        config.max_turns, config.max_tokens, config.invalid_reward, gated=config.gated_reward
+    )
     history = _History()
     history.append_context(encode(tokenizer, prompt_text(task, config)))
     prompt_length = len(history.ids)
@@ -192,8 +190,8 @@ async def run_episode(
         if not config.gated_reward and grade:  # ungated: the repository is graded regardless
             raw_reward, reasons, grade_s = await _grade(sandbox)
             reward = raw_reward
-    elif isinstance(gate, UngatedGate):
-        reward = gate.reward(raw_reward)
+    elif raw_reward is None and not config.gated_reward:  # ungated but never graded
+        reward = config.invalid_reward
     else:
         reward = gate.reward(raw_reward if raw_reward is not None else 0.0)
     return Trajectory(
