@@ -59,6 +59,10 @@ def overfit_command(args: argparse.Namespace) -> int:
     for path in result.plots:
         console.print(f"plot: {path}")
     console.print(f"run directory: {run.root}")
+    # The curves are training-side figures; the policy itself is checked by sampling it.
+    console.print(
+        f"check the policy: arctic-swe evaluate {policy_dir} {run.root} --deck {deck_dir}"
+    )
     return 0
 
 
