@@ -154,6 +154,34 @@ def test_kill_and_resume_continues_with_identical_deck_state(world: World, tmp_p
     assert latest_checkpoint(run.checkpoints) == run.checkpoints / "step-4"
 
 
+def test_resume_of_a_synchronous_run_is_token_identical(world: World, tmp_path: Path) -> None:
+    """Group seeds travel with the checkpoint: with no look-ahead (every in-flight group was
+    launched under the checkpointed weights) a crash-and-resume run samples exactly the tokens
+    of an uninterrupted one, so every figure of the updates after the crash matches."""
+    config = _config("run.updates=4", "run.lookahead_batches=0", "deck.replay_size=0")
+    straight = run_overfit(config, prepare_run_dir(tmp_path / "a", config, resume=False),
+                           world.inputs)  # fmt: skip
+
+    class CrashError(Exception):
+        pass
+
+    def crash_after_two(record: UpdateMetrics) -> None:
+        if record.step == 2:
+            raise CrashError
+
+    run = prepare_run_dir(tmp_path / "b", config, resume=False)
+    with pytest.raises(CrashError):
+        run_overfit(config, run, world.inputs, on_update=crash_after_two)
+    resumed = run_overfit(config, run, world.inputs, resume=True)
+    after = [r for r in resumed.records if r.step > 2]
+    assert [r.step for r in after] == [3, 4]
+    for a, b in zip(straight.records[2:], after, strict=True):
+        assert (a.generated_tokens, a.trainable_tokens) == (b.generated_tokens, b.trainable_tokens)
+        assert (a.terminations, a.per_task_reward) == (b.terminations, b.per_task_reward)
+        assert a.loss == pytest.approx(b.loss, rel=1e-5, abs=1e-9)
+        assert a.entropy == pytest.approx(b.entropy, rel=1e-5)
+
+
 def test_fp32_numerics_off_shows_as_train_inference_mismatch(world: World, tmp_path: Path) -> None:
     """The ablation rounds the engines' stored recurrent state to bf16 while the trainer stays
     FP32: the trainer's recomputed log-probs then disagree with the rollout's (paper §3.3)."""

@@ -37,6 +37,13 @@ def test_request_rejects_negative_token_ids_and_empty_budget() -> None:
         GenerateRequest(rollout_index=0, prompt_ids=(1,), max_new_tokens=0)
 
 
+def test_request_seed_is_optional_and_non_negative() -> None:
+    assert GenerateRequest(rollout_index=0, prompt_ids=(1,), max_new_tokens=1).seed is None
+    assert GenerateRequest(rollout_index=0, prompt_ids=(1,), max_new_tokens=1, seed=7).seed == 7
+    with pytest.raises(ValueError, match="seed"):
+        GenerateRequest(rollout_index=0, prompt_ids=(1,), max_new_tokens=1, seed=-1)
+
+
 def test_request_converts_lists_to_tuples() -> None:
     request = GenerateRequest(rollout_index=1, prompt_ids=[1, 2, 3], max_new_tokens=2)  # type: ignore[arg-type]
     assert request.prompt_ids == (1, 2, 3)

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+import attrs
 import pytest
 import torch
 from transformers import Qwen3_5ForCausalLM
@@ -101,6 +102,22 @@ def test_same_seed_reproduces_a_turn(model: Qwen3_5ForCausalLM) -> None:
     assert first == second
     third = run(lambda: engine_a.generate(req[0]))  # the next request draws a new stream
     assert third.token_ids != first.token_ids
+
+
+def test_a_request_seed_fixes_the_turn_on_any_engine(model: Qwen3_5ForCausalLM) -> None:
+    """``GenerateRequest.seed`` overrides the engine's own stream: different engine seeds and a
+    different request history still sample the same turn."""
+    engine_a, engine_b = (
+        TorchEngine(model, EngineConfig(seed=1)),
+        TorchEngine(model, EngineConfig(seed=2)),
+    )
+    seeded = attrs.evolve(request([1, 2, 3], 15), seed=99)
+    run(lambda: engine_b.generate(request([4, 5], 3)))  # engine b's counter moves on
+    first = run(lambda: engine_a.generate(seeded))
+    second = run(lambda: engine_b.generate(seeded))
+    assert first == second
+    others = [run(lambda s=s: engine_a.generate(attrs.evolve(seeded, seed=s))) for s in range(5)]
+    assert any(other.token_ids != first.token_ids for other in others)
 
 
 def test_stop_tokens_end_the_turn_and_are_emitted(model: Qwen3_5ForCausalLM) -> None:

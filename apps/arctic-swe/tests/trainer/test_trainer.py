@@ -96,6 +96,22 @@ def test_zero_advantages_leave_the_weights_unchanged(policy: Qwen3_5ForCausalLM)
         assert torch.equal(value, before[name]), name
 
 
+@pytest.mark.parametrize("skip", [False, True])
+def test_an_empty_batch_after_a_real_one_replays_momentum_unless_skipped(
+    policy: Qwen3_5ForCausalLM, skip: bool
+) -> None:
+    """Zero advantages give zero gradient, but AdamW still moves the weights by its momentum;
+    ``skip_empty_steps`` keeps them where the last informative step left them."""
+    trainer = Trainer(policy, TrainerSection(lr=1e-3, skip_empty_steps=skip))
+    trainer.step([_sample([1, 2, 3, 4, 5], 2, 0.5), _sample([1, 2, 6, 7], 2, -0.5)])
+    before = {k: v.clone() for k, v in policy.state_dict().items()}
+    stats = trainer.step([_sample([1, 2, 3, 4, 5], 2, 0.0), _sample([1, 2, 6, 7], 2, 0.0)])
+    assert stats.grad_norm == 0.0
+    assert trainer.steps == 2  # an update either way: the run's clock and version still advance
+    moved = [k for k, v in policy.state_dict().items() if not torch.equal(v, before[k])]
+    assert (moved == []) is skip
+
+
 def _grads_after_step(micro: int, aggregation: str) -> dict[str, torch.Tensor]:
     model = build_fp32_policy(policy_config(VOCAB), seed=7)
     section = attrs.evolve(TrainerSection(), micro_batch_rollouts=micro, aggregation=aggregation)

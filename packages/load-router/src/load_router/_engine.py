@@ -29,6 +29,12 @@ class GenerateRequest:
     rollout_index: int = attrs.field(validator=attrs.validators.ge(0))
     prompt_ids: tuple[int, ...] = attrs.field(converter=tuple, validator=_non_negative_ints)
     max_new_tokens: int = attrs.field(validator=attrs.validators.ge(1))
+    #: The turn's sampling seed, or ``None`` for the engine's own stream. A caller that derives
+    #: it from (group, rollout, turn) makes a rerun of that turn sample the same random numbers
+    #: wherever and whenever it runs (e.g. a group relaunched after a resume).
+    seed: int | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.ge(0))
+    )
 
 
 @attrs.frozen

@@ -38,7 +38,7 @@ class DeckSection:
     eviction: bool = True  # retire a task at its first all-correct group (the final recipe)
     hard_consecutive_zero: int = 0  # 0 = never retire hard tasks (the final recipe)
     replay_every: int = 5  # updates between replay probes of retired tasks
-    replay_size: int = 2  # retired tasks probed per replay
+    replay_size: int = 2  # retired tasks probed per replay (0: no replay probes)
 
 
 @attrs.frozen
@@ -80,6 +80,9 @@ class TrainerSection:
     aggregation: str = "token_mean"  # ablation "per-rollout mean" sets "rollout_mean"
     fp32_numerics: bool = True  # ablation "FP32 numerics off": bf16 recurrent state
     micro_batch_rollouts: int = 8  # rollouts per forward (gradient accumulation)
+    # A batch whose every group is all-0 or all-1 has zero advantages, hence zero gradient; an
+    # AdamW step on it would only replay momentum. True: skip that optimizer step.
+    skip_empty_steps: bool = False
 
 
 @attrs.frozen

@@ -115,8 +115,9 @@ class TorchEngine:
         """Sample one turn and return the full record (per-token log-probs and versions,
         finish reason, prefix reuse, latencies).
 
-        ``stop_token_ids`` overrides the engine's default stop set; ``seed`` fixes the turn's
-        sampling stream (default: derived from the engine seed and a request counter).
+        ``stop_token_ids`` overrides the engine's default stop set; ``seed`` (else
+        ``request.seed``) fixes the turn's sampling stream (default: derived from the engine
+        seed and a request counter).
         Raises :class:`RequestError` on a bad request, before any work is queued.
         """
         job = self._make_job(request, stop_token_ids, seed)
@@ -206,6 +207,7 @@ class TorchEngine:
         self._check_open()
         if not isinstance(request, GenerateRequest):
             raise RequestError(f"expected a GenerateRequest, got {type(request).__name__}")
+        seed = request.seed if seed is None else seed
         prompt = request.prompt_ids
         if not prompt:
             raise RequestError("prompt_ids is empty: the engine needs at least one token")

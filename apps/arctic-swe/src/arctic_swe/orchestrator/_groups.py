@@ -19,27 +19,45 @@ from typing import Any
 
 from transformers import PreTrainedTokenizerFast
 
+from arctic_swe.engine import derive_seed
 from arctic_swe.harness import HarnessConfig, SampledTurn, Trajectory, run_episode
 from load_router import GenerateRequest, GroupRecord, Lease, LeaseState, RetryableError, Router
 from swe_sandbox import SandboxError, SandboxPool, TaskSpec
 
+#: Turns per rollout the per-turn seed scheme keeps apart (far above any turn budget here).
+_TURN_STRIDE = 1 << 16
+
 
 class LeaseSampler:
     """The harness's ``TurnSampler`` over a router lease: every turn is one ``lease.generate``
-    (the engine stops at its configured ``<|im_end|>``)."""
+    (the engine stops at its configured ``<|im_end|>``).
 
-    def __init__(self, lease: Lease, rollout_index: int, stop_id: int) -> None:
+    With a ``group_seed``, turn ``t`` of rollout ``i`` samples with the seed derived from
+    ``(group_seed, i, t)``: the same group relaunched (after an engine failure, or after a
+    resume) draws the same random numbers on whichever engine it lands.
+    """
+
+    def __init__(
+        self, lease: Lease, rollout_index: int, stop_id: int, group_seed: int | None = None
+    ) -> None:
         self.lease = lease
         self.rollout_index = rollout_index
         self.stop_id = stop_id
+        self.group_seed = group_seed
+        self.turns = 0
 
     async def sample(self, prompt_ids: Sequence[int], max_new_tokens: int) -> SampledTurn:
         prompt: Any = tuple(prompt_ids)  # attrs' tuple converter confuses mypy's generics
+        seed = None
+        if self.group_seed is not None:
+            seed = derive_seed(self.group_seed, self.rollout_index * _TURN_STRIDE + self.turns)
+        self.turns += 1
         result = await self.lease.generate(
             GenerateRequest(
                 rollout_index=self.rollout_index,
                 prompt_ids=prompt,
                 max_new_tokens=max_new_tokens,
+                seed=seed,
             )
         )
         ids = tuple(result.token_ids)
@@ -59,6 +77,7 @@ class GroupOutcome:
     retries: int  # re-leases after engine failures
     seconds: float
     error: str | None = None  # set when the group could not be completed at all
+    seed: int | None = None  # the job's group seed (orders a batch independently of timing)
 
     @property
     def successes(self) -> int:
@@ -67,11 +86,13 @@ class GroupOutcome:
 
 @dataclass(frozen=True)
 class GroupJob:
-    """What to run: ``n`` rollouts of ``task``."""
+    """What to run: ``n`` rollouts of ``task``; ``seed`` fixes their sampling streams (the loop
+    derives it from the run seed and the launch number, and checkpoints it while in flight)."""
 
     task: TaskSpec
     n: int
     probe: bool = False
+    seed: int | None = None
 
 
 async def run_group(
@@ -92,7 +113,13 @@ async def run_group(
         try:
             results = await asyncio.gather(
                 *(
-                    _rollout(job.task, LeaseSampler(lease, i, stop_id), pool, tokenizer, harness)
+                    _rollout(
+                        job.task,
+                        LeaseSampler(lease, i, stop_id, job.seed),
+                        pool,
+                        tokenizer,
+                        harness,
+                    )
                     for i in range(job.n)
                 ),
                 return_exceptions=True,
@@ -118,6 +145,7 @@ async def run_group(
                     retries,
                     time.monotonic() - began,
                     error="engine failed on every retry",
+                    seed=job.seed,
                 )
             continue
         trajectories = tuple(r for r in results if isinstance(r, Trajectory))
@@ -129,6 +157,7 @@ async def run_group(
             dropped_rollouts=job.n - len(trajectories),
             retries=retries,
             seconds=time.monotonic() - began,
+            seed=job.seed,
         )
 
 

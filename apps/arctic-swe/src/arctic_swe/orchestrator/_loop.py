@@ -18,7 +18,7 @@ import asyncio
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -26,6 +26,7 @@ from safetensors.torch import save_file
 from transformers import PreTrainedTokenizerFast
 
 from arctic_swe.config import RunConfig, RunDir
+from arctic_swe.engine import derive_seed
 from arctic_swe.harness import HarnessConfig
 from arctic_swe.metrics import MetricsLog, UpdateMetrics
 from arctic_swe.orchestrator._batch import build_samples, tally
@@ -52,7 +53,10 @@ class Components:
     deck: Deck
     clock: PolicyClock
     log: MetricsLog
-    resume_tasks: list[str] = field(default_factory=list)  # in-flight groups at the checkpoint
+    # in-flight training groups at the checkpoint, as (task id, group seed), and the launch
+    # counter the group seeds are derived from (both restored by ``--resume``)
+    resume_groups: list[tuple[str, int | None]] = field(default_factory=list)
+    launched: int = 0
 
 
 @dataclass
@@ -82,8 +86,9 @@ class RLLoop:
     async def run(self) -> list[UpdateMetrics]:
         parts, records = self.parts, []
         try:
-            for task_id in parts.resume_tasks:
-                self._launch(GroupJob(parts.tasks[task_id], parts.config.deck.rollouts_per_group))
+            for task_id, seed in parts.resume_groups:
+                n = parts.config.deck.rollouts_per_group
+                self._launch(GroupJob(parts.tasks[task_id], n, seed=seed))
             batches = 1 + parts.config.run.lookahead_batches
             while self._training_groups_inflight() < batches * parts.config.deck.groups_per_update:
                 if not self._launch_batch():
@@ -105,6 +110,8 @@ class RLLoop:
         waited = time.monotonic() - began
         if not kept:
             return None
+        # Completion order is timing; the batch order (hence the float sums of the step) is not.
+        kept.sort(key=lambda group: (group.task_id, group.seed or 0))
         samples = build_samples(kept)
         step_began = time.monotonic()
         stats = await asyncio.to_thread(parts.trainer.step, samples)
@@ -167,7 +174,8 @@ class RLLoop:
         draw = parts.deck.sample(cfg.deck.groups_per_update)
         for task_id in draw.task_ids:
             self._launch(GroupJob(parts.tasks[task_id], cfg.deck.rollouts_per_group))
-        for task_id in parts.deck.replay_schedule():
+        probes = parts.deck.replay_schedule() if cfg.deck.replay_size > 0 else ()
+        for task_id in probes:
             if task_id not in self.probing:
                 self.probing.add(task_id)
                 job = GroupJob(parts.tasks[task_id], cfg.deck.rollouts_per_group, probe=True)
@@ -176,6 +184,9 @@ class RLLoop:
 
     def _launch(self, job: GroupJob) -> None:
         parts = self.parts
+        if job.seed is None:  # a new group: its seed follows from the run seed and launch count
+            job = replace(job, seed=derive_seed(parts.config.run.seed, parts.launched))
+            parts.launched += 1
         coroutine = run_group(
             job,
             parts.router,
@@ -232,14 +243,16 @@ class RLLoop:
 
     def _checkpoint(self, version: int, cursor: int) -> None:
         parts = self.parts
-        pending = [job.task.instance_id for job in self.inflight.values() if not job.probe]
+        pending = [
+            [job.task.instance_id, job.seed] for job in self.inflight.values() if not job.probe
+        ]
         save_checkpoint(
             parts.run.checkpoints,
             parts.trainer,
             parts.deck,
             version=version,
             metrics_lines=cursor,
-            extras={"inflight_tasks": pending},
+            extras={"inflight_groups": pending, "launched": parts.launched},
             keep=parts.config.run.keep_checkpoints,
             tokenizer=parts.tokenizer,
         )

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -78,7 +79,8 @@ def _evictor(config: RunConfig, task_ids: list[str]) -> Deck:
         rules = EvictionRules.off()
     else:
         rules = EvictionRules(hard_consecutive_zero=d.hard_consecutive_zero or None)
-    replay = ReplayPolicy(every=d.replay_every, size=d.replay_size)
+    # replay_size 0 means no probes: the loop never asks for them; the policy needs size >= 1.
+    replay = ReplayPolicy(every=d.replay_every, size=max(1, d.replay_size))
     return Deck(task_ids, rules=rules, replay=replay, seed=config.run.seed)
 
 
@@ -106,7 +108,9 @@ async def open_components(
     tasks = {t.instance_id: t.spec for t in deck_tasks[: config.deck.pool_size]}
     torch.manual_seed(config.run.seed)
     trainer = Trainer(_load_policy(config, inputs.policy_dir), config.trainer)
-    deck, version, resume_tasks = _evictor(config, list(tasks)), 0, []
+    deck, version = _evictor(config, list(tasks)), 0
+    resume_groups: list[tuple[str, int | None]] = []
+    launched = 0
     log = MetricsLog(run.metrics)
     latest = latest_checkpoint(run.checkpoints) if resume else None
     if latest is not None:
@@ -114,7 +118,7 @@ async def open_components(
         if set(restored.deck.task_ids) != set(tasks):
             raise SetupError(f"checkpoint {latest} was taken on a different task pool")
         deck, version = restored.deck, restored.version
-        resume_tasks = [str(t) for t in restored.extras.get("inflight_tasks", [])]
+        resume_groups, launched = _inflight(restored.extras)
         log.truncate(restored.metrics_lines)
     elif resume:
         log.truncate(0)  # crashed before the first checkpoint: start over
@@ -154,10 +158,23 @@ async def open_components(
                 deck=deck,
                 clock=PolicyClock(config.run.max_off_policy, start_version=version),
                 log=log,
-                resume_tasks=resume_tasks,
+                resume_groups=resume_groups,
+                launched=launched,
             )
     finally:
         for engine in engines:
             close = getattr(engine, "close", None)
             if close is not None:
                 await close()
+
+
+def _inflight(extras: dict[str, Any]) -> tuple[list[tuple[str, int | None]], int]:
+    """The in-flight groups (task id, seed) and the launch counter a checkpoint saved.
+
+    Checkpoints from before group seeds saved only ``inflight_tasks`` (ids): those groups are
+    relaunched with fresh seeds.
+    """
+    groups = [(str(task), None if seed is None else int(seed))
+              for task, seed in extras.get("inflight_groups", [])]  # fmt: skip
+    groups += [(str(task), None) for task in extras.get("inflight_tasks", [])]
+    return groups, int(extras.get("launched", 0))

@@ -102,7 +102,8 @@ class Trainer:
             for key in _TOKEN_MEANS:
                 totals[key] += metrics.get(key, 0.0) * count
         grad_norm = float(nn.utils.clip_grad_norm_(self.model.parameters(), self.section.grad_clip))
-        self.optimizer.step()
+        if not (self.section.skip_empty_steps and all(s.advantage == 0.0 for s in samples)):
+            self.optimizer.step()
         self.model.eval()
         self.steps += 1
         mean = {k: v / tokens if tokens else 0.0 for k, v in totals.items()}
