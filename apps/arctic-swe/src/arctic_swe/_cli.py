@@ -12,7 +12,7 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -140,17 +140,13 @@ def rollout(args: argparse.Namespace, console: Console) -> int:
     tasks = [task.spec for task in deck.split(args.split)[: args.tasks]]
     model = load_policy(directory)
     stop = special_id(tokenizer, IM_END)
+    capacity = max(1, min(len(tasks), args.workers))  # a rollout generates only in a sandbox
     engine = TorchEngine(
-        model, EngineConfig(capacity=max(1, len(tasks)), seed=args.seed, stop_token_ids=(stop,))
+        model, EngineConfig(capacity=capacity, seed=args.seed, stop_token_ids=(stop,))
     )
     with stage_progress(console) as progress:
         bar = progress.add_task("rollouts", total=len(tasks), info="")
-        solved = [0]
-
-        def done(trajectory: Trajectory) -> None:
-            solved[0] += trajectory.solved
-            progress.update(bar, advance=1, info=f"solved {solved[0]}")
-
+        done = _solved_counter(progress, bar)
         trajectories = asyncio.run(
             sample_rollouts(engine, tasks, tokenizer, workers=args.workers, on_done=done)
         )
@@ -181,12 +177,7 @@ def evaluate(args: argparse.Namespace, console: Console) -> int:
     with stage_progress(console) as progress:
         for policy in args.policies:
             bar = progress.add_task(str(policy), total=len(tasks) * args.samples, info="")
-            solved = [0]
-
-            def done(trajectory: Trajectory, bar: Any = bar, solved: list[int] = solved) -> None:
-                solved[0] += trajectory.solved
-                progress.update(bar, advance=1, info=f"solved {solved[0]}")
-
+            done = _solved_counter(progress, bar)
             results.append(
                 evaluate_policy(
                     policy,
@@ -202,6 +193,18 @@ def evaluate(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         Path(args.json).write_text("".join(json.dumps(r.to_dict()) + "\n" for r in results))
     return 0
+
+
+def _solved_counter(progress: Any, bar: Any) -> Callable[[Trajectory], None]:
+    """An ``on_done`` callback that advances ``bar`` and shows the running count solved."""
+    solved = 0
+
+    def done(trajectory: Trajectory) -> None:
+        nonlocal solved
+        solved += trajectory.solved
+        progress.update(bar, advance=1, info=f"solved {solved}")
+
+    return done
 
 
 def component_versions() -> dict[str, str | None]:

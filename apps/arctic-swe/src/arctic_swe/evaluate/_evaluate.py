@@ -159,6 +159,8 @@ def evaluate_policy(
     """
     if samples < 1:
         raise ValueError(f"samples must be >= 1, got {samples}")
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
     if not tasks:
         raise ValueError("no tasks to evaluate on")
     directory = policy_dir(policy)
@@ -166,9 +168,10 @@ def evaluate_policy(
     model = load_policy(directory)
     stop = special_id(tokenizer, IM_END)
     jobs = [task for task in tasks for _ in range(samples)]
-    engine = TorchEngine(
-        model, EngineConfig(capacity=min(len(jobs), 64), seed=seed, stop_token_ids=(stop,))
-    )
+    # A rollout generates only while it holds one of the ``workers`` sandboxes: more cache
+    # slots than that would only be allocated (and grown) for nothing.
+    capacity = min(len(jobs), workers)
+    engine = TorchEngine(model, EngineConfig(capacity=capacity, seed=seed, stop_token_ids=(stop,)))
     trajectories = asyncio.run(
         sample_rollouts(engine, jobs, tokenizer, workers=workers, backend=backend, on_done=on_done)
     )
