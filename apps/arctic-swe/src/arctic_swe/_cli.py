@@ -125,24 +125,15 @@ def rollout(args: argparse.Namespace, console: Console) -> int:
     import torch
 
     from arctic_swe._progress import stage_progress
-    from arctic_swe.chat import IM_END, load_tokenizer, special_id
     from arctic_swe.deck import load_deck
-    from arctic_swe.engine import EngineConfig, TorchEngine
-    from arctic_swe.evaluate import sample_rollouts
+    from arctic_swe.evaluate import policy_engine, sample_rollouts
     from arctic_swe.harness import summary, summary_table, trajectory_view
-    from arctic_swe.model import load_policy
-    from arctic_swe.trainer import policy_dir
 
     torch.set_num_threads(args.threads)
     deck = load_deck(args.deck)
-    directory = policy_dir(args.policy)
-    tokenizer = load_tokenizer(directory)
     tasks = [task.spec for task in deck.split(args.split)[: args.tasks]]
-    model = load_policy(directory)
-    stop = special_id(tokenizer, IM_END)
-    capacity = max(1, min(len(tasks), args.workers))  # a rollout generates only in a sandbox
-    engine = TorchEngine(
-        model, EngineConfig(capacity=capacity, seed=args.seed, stop_token_ids=(stop,))
+    _, tokenizer, engine = policy_engine(
+        args.policy, len(tasks), workers=args.workers, seed=args.seed
     )
     with stage_progress(console) as progress:
         bar = progress.add_task("rollouts", total=len(tasks), info="")

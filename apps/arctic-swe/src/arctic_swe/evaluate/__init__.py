@@ -4,6 +4,7 @@ with a Wilson interval, for a warm start, a checkpoint or a run's latest checkpo
 from arctic_swe.evaluate._evaluate import (
     PolicyEvaluation,
     evaluate_policy,
+    policy_engine,
     sample_rollouts,
     tally_evaluation,
     wilson_interval,
@@ -14,6 +15,7 @@ __all__ = [
     "PolicyEvaluation",
     "evaluate_policy",
     "evaluation_table",
+    "policy_engine",
     "sample_rollouts",
     "tally_evaluation",
     "wilson_interval",

@@ -138,6 +138,24 @@ async def sample_rollouts(
         await engine.close()
 
 
+def policy_engine(
+    policy: str | Path, rollouts: int, *, workers: int, seed: int
+) -> tuple[Path, PreTrainedTokenizerFast, TorchEngine]:
+    """Load ``policy`` (policy, checkpoint or run directory) and its tokenizer into a
+    :class:`TorchEngine` sized for ``rollouts`` rollouts run ``workers`` at a time.
+
+    A rollout generates only while it holds one of the ``workers`` sandboxes, so more cache
+    slots than ``min(rollouts, workers)`` would only be allocated (and grown) for nothing.
+    """
+    directory = policy_dir(policy)
+    tokenizer = load_tokenizer(directory)
+    model = load_policy(directory)
+    stop = special_id(tokenizer, IM_END)
+    capacity = max(1, min(rollouts, workers))
+    engine = TorchEngine(model, EngineConfig(capacity=capacity, seed=seed, stop_token_ids=(stop,)))
+    return directory, tokenizer, engine
+
+
 def evaluate_policy(
     policy: str | Path,
     tasks: Sequence[TaskSpec],
@@ -163,15 +181,8 @@ def evaluate_policy(
         raise ValueError(f"workers must be >= 1, got {workers}")
     if not tasks:
         raise ValueError("no tasks to evaluate on")
-    directory = policy_dir(policy)
-    tokenizer = load_tokenizer(directory)
-    model = load_policy(directory)
-    stop = special_id(tokenizer, IM_END)
     jobs = [task for task in tasks for _ in range(samples)]
-    # A rollout generates only while it holds one of the ``workers`` sandboxes: more cache
-    # slots than that would only be allocated (and grown) for nothing.
-    capacity = min(len(jobs), workers)
-    engine = TorchEngine(model, EngineConfig(capacity=capacity, seed=seed, stop_token_ids=(stop,)))
+    directory, tokenizer, engine = policy_engine(policy, len(jobs), workers=workers, seed=seed)
     trajectories = asyncio.run(
         sample_rollouts(engine, jobs, tokenizer, workers=workers, backend=backend, on_done=on_done)
     )

@@ -144,9 +144,7 @@ def policy_dir(path: str | os.PathLike[str]) -> Path:
     """
     given = Path(path)
     checkpoints = given / "checkpoints"
-    if (checkpoints / LATEST).is_file() or (
-        checkpoints.is_dir() and not (given / "model").is_dir()
-    ):
+    if checkpoints.is_dir():
         latest = latest_checkpoint(checkpoints)
         if latest is None:
             raise ResumeError(f"run {given} has no completed checkpoint")
