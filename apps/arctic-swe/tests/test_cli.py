@@ -54,6 +54,28 @@ def test_every_command_documents_its_options(
 
 
 @pytest.mark.parametrize(
+    ("argv", "shown"),
+    [
+        (["deck", "build", "--help"], ["(default: 160)", "(default: sample)"]),
+        (["warmstart", "--help"], ["(default: 300)", "(default: 0.003)"]),
+        (["evaluate", "--help"], ["(default: 4)", "(default: 0)", "(default: all)"]),
+        (["overfit", "--help"], ["(default: runs/overfit)", "(default: tiny)"]),
+    ],
+)
+def test_help_shows_defaults_but_not_empty_ones(
+    argv: list[str], shown: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        main(argv)
+    out = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    for text in shown:
+        assert text in out
+    assert "(default: None)" not in out
+    assert "(default: False)" not in out
+    assert "(default: [])" not in out
+
+
+@pytest.mark.parametrize(
     "argv",
     [
         ["deck"],

@@ -301,7 +301,7 @@ def _add_evaluate_parser(commands: argparse._SubParsersAction[argparse.ArgumentP
         "evaluate",
         help="sampled success of one or more policies on a deck split (warm start vs trained)",
         description="Roll out every task of the split --samples times per policy (temperature 1, "
-        "gated reward, real sandboxes) and print solved, rate, Wilson 95%% interval, change "
+        "gated reward, real sandboxes) and print solved, rate, Wilson 95% interval, change "
         "against the first policy, and how the rollouts ended. A POLICY is a policy directory, "
         "a checkpoint directory, or a run directory (its latest checkpoint).",
     )
@@ -344,7 +344,28 @@ def build_parser() -> argparse.ArgumentParser:
     _add_rollout_parser(commands)
     _add_evaluate_parser(commands)
     __import__("arctic_swe.orchestrator._commands").orchestrator._commands.register(commands)
+    _show_defaults(parser)
     return parser
+
+
+def _show_defaults(parser: argparse.ArgumentParser) -> None:
+    """Give every (nested) sub-command's ``--help`` the defaults of its options."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub_parser in action.choices.values():
+                sub_parser.formatter_class = _DefaultsHelpFormatter
+                _show_defaults(sub_parser)
+
+
+class _DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Appends ``(default: X)`` to an option's help, except where there is no value to show."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        default = action.default
+        # Identity, not equality: a default of 0 is a value worth showing, False is not.
+        if default is None or default is False or default == [] or default is argparse.SUPPRESS:
+            return action.help
+        return super()._get_help_string(action)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
