@@ -15,9 +15,10 @@ turns are: the baseline left-pads the batch and decodes every row until the long
 the engine retires each sequence at its own length). Only requested tokens count.
 
 Both use the same model object (the tiny Qwen3.5 preset). Reported: tokens/s of each and the
-ratio engine / baseline (issue #10 target: >= 2x at 32 sequences). Then the cost of a weight
-refresh with N sequences parked at P + G tokens each: invalidating (drop every cache and
-re-prefill every retained history) vs the stale-cache ablation (load the weights only).
+ratio engine / baseline (issue #10 target: >= 2x at 32 sequences). Then the cost of an invalidating
+weight refresh with N sequences in mid-turn (every retained history recomputed before the next
+token), with the same N parked after their turn (released: a continuing one is prefilled at its
+next turn), and the stale-cache ablation (load the weights only).
 
 Prints one JSON object as the last stdout line; progress lines go to stderr.
 """
@@ -127,6 +128,9 @@ def _baseline_run(model: Any, prompts: list[list[int]], new_tokens: int | list[i
 def _refresh_costs(
     model: torch.nn.Module, prompts: list[list[int]], new_tokens: int
 ) -> dict[str, Any]:
+    """An invalidating refresh with N sequences in mid-turn (each history recomputed) and with
+    the same N parked after their turn (released: nothing recomputed), vs the stale-cache
+    ablation (weights only)."""
     from arctic_swe.engine import EngineConfig, TorchEngine
     from load_router import GenerateRequest
 
@@ -138,16 +142,23 @@ def _refresh_costs(
             GenerateRequest(rollout_index=i, prompt_ids=tuple(p), max_new_tokens=new_tokens)
             for i, p in enumerate(prompts)
         ]
+        turns = [asyncio.ensure_future(engine.generate_detailed(r)) for r in requests]
+        while engine.counters.generated_tokens < len(prompts) * max(new_tokens // 2, 1):
+            await asyncio.sleep(0.001)  # every sequence is mid-turn, half its tokens out
+        mid_turn = await engine.refresh_weights(weights, 1, invalidate_caches=True)
+        await asyncio.gather(*turns)
+        parked = await engine.refresh_weights(weights, 2, invalidate_caches=True)
         await asyncio.gather(*(engine.generate_detailed(r) for r in requests))
-        invalidate = await engine.refresh_weights(weights, 1, invalidate_caches=True)
-        stale = await engine.refresh_weights(weights, 2, invalidate_caches=False)
+        stale = await engine.refresh_weights(weights, 3, invalidate_caches=False)
         await engine.close()
         return {
-            "sequences": invalidate.sequences,
-            "reprefilled_tokens": invalidate.reprefilled_tokens,
-            "invalidate_seconds": round(invalidate.seconds, 4),
+            "sequences": mid_turn.sequences,
+            "mid_turn_reprefilled_tokens": mid_turn.reprefilled_tokens,
+            "mid_turn_seconds": round(mid_turn.seconds, 4),
+            "reprefill_tokens_per_s": round(mid_turn.reprefilled_tokens / mid_turn.seconds, 1),
+            "parked_released": parked.released,
+            "parked_seconds": round(parked.seconds, 4),
             "stale_ablation_seconds": round(stale.seconds, 4),
-            "reprefill_tokens_per_s": round(invalidate.reprefilled_tokens / invalidate.seconds, 1),
         }
 
     return asyncio.run(main())

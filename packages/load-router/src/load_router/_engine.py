@@ -76,9 +76,10 @@ class Engine(Protocol):
     * ``refresh(weights_ref, version, invalidate_caches=True)`` — load the weights named by
       ``weights_ref`` and report ``version`` from then on. With ``invalidate_caches`` (the
       default, paper §3.3) the engine must drop **every** cache computed under older weights
-      (attention KV, convolution history, recurrent state, prefix cache) and re-prefill the
-      retained history of every resident sequence before returning, so that no token after the
-      refresh is sampled from a stale state. ``invalidate_caches=False`` is the ablation that
+      (attention KV, convolution history, recurrent state, prefix cache) and, before
+      returning, re-prefill the retained history of every sequence it keeps resident — or
+      release it, since the next request carries the whole history (vLLM resets its prefix
+      cache this way) — so that no token after the refresh is sampled from a stale state. ``invalidate_caches=False`` is the ablation that
       keeps stale caches. The router guarantees no ``generate`` call runs on the engine while
       ``refresh`` runs.
     """

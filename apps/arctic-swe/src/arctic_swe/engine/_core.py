@@ -83,9 +83,10 @@ class RefreshStats:
 
     version: int
     invalidated: bool
-    sequences: int
-    reprefilled_tokens: int
+    sequences: int  # resident at the refresh (parked + in mid-turn)
+    reprefilled_tokens: int  # history re-computed for the sequences in mid-turn
     seconds: float
+    released: int = 0  # parked sequences whose caches were dropped, not re-computed
 
 
 @dataclass
@@ -299,10 +300,15 @@ class EngineCore:
     ) -> RefreshStats:
         """Load ``weights`` (validated first: a bad set changes nothing) and report ``version``.
 
-        With ``invalidate`` every cache is dropped and every resident's history is recomputed
-        under the new weights right here, before any further token is sampled (paper §3.3); an
-        active sequence keeps its last unfed token pending, so its next step samples from the
-        fresh state. Without it (the ablation) the caches computed under the old weights stay.
+        With ``invalidate`` no cache computed under the old weights survives (paper §3.3):
+        every **parked** sequence is released — its next turn, if it has one, is prefilled from
+        scratch under the new weights, as vLLM resets its prefix cache after a weight update —
+        and every sequence **in mid-turn** has its history recomputed right here, before its
+        next token is sampled (its last unfed token stays pending). Releasing rather than
+        re-prefilling parked sequences matters in an RL loop: most of them are finished
+        rollouts that will never continue, and the router pauses every engine while a refresh
+        runs. Without ``invalidate`` (the ablation) the caches computed under the old weights
+        stay.
         """
         started = time.perf_counter()
         assign_weights(self.model, weights)
@@ -310,12 +316,17 @@ class EngineCore:
         residents = list(self.residents.values())
         if not invalidate:
             return RefreshStats(version, False, len(residents), 0, time.perf_counter() - started)
-        self.pools.reset([r.slot for r in residents])
-        for resident in residents:
+        parked = [r for r in residents if r.job is None]
+        for resident in parked:
+            self.release(resident.slot)
+        active = [r for r in residents if r.job is not None]
+        self.pools.reset([r.slot for r in active])
+        for resident in active:
             resident.pending = resident.history + resident.pending
             resident.history = []
-        total = self._reprefill(residents)
-        return RefreshStats(version, True, len(residents), total, time.perf_counter() - started)
+        total = self._reprefill(active)
+        elapsed = time.perf_counter() - started
+        return RefreshStats(version, True, len(residents), total, elapsed, released=len(parked))
 
     def _reprefill(self, residents: list[Resident]) -> int:
         def feedable(r: Resident) -> int:

@@ -154,9 +154,9 @@ class TorchEngine:
         under ``version`` from the next step on.
 
         With ``invalidate_caches`` (the default, paper §3.3) every cache — attention keys and
-        values, convolution history, FP32 recurrent state — is dropped and the retained history
-        of every resident sequence is re-prefilled under the new weights before any of them
-        samples again. ``invalidate_caches=False`` is the stale-cache ablation. Runs between
+        values, convolution history, FP32 recurrent state — is dropped: a sequence in mid-turn
+        has its history re-prefilled under the new weights before it samples again, a parked
+        sequence is released (its next turn, if any, is prefilled afresh). ``invalidate_caches=False`` is the stale-cache ablation. Runs between
         two steps, so it is safe even while generate calls are in flight. Raises
         :class:`RefreshError` (engine unchanged) on a non-increasing version or weights that
         do not fit the model.
