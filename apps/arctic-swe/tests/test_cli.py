@@ -58,7 +58,7 @@ def test_every_command_documents_its_options(
     [
         (["deck", "build", "--help"], ["(default: 160)", "(default: sample)"]),
         (["warmstart", "--help"], ["(default: 300)", "(default: 0.003)"]),
-        (["evaluate", "--help"], ["(default: 4)", "(default: 0)", "(default: all)"]),
+        (["evaluate", "--help"], ["(default: 4)", "(default: 0)", "stress-test pool"]),
         (["overfit", "--help"], ["(default: runs/overfit)", "(default: tiny)"]),
     ],
 )

@@ -156,11 +156,16 @@ def evaluate(args: argparse.Namespace, console: Console) -> int:
 
     from arctic_swe._progress import stage_progress
     from arctic_swe.deck import load_deck
-    from arctic_swe.evaluate import evaluate_policy, evaluation_table
+    from arctic_swe.evaluate import evaluate_policy, evaluation_table, run_pool_size
 
     torch.set_num_threads(args.threads)
     deck = load_deck(args.deck)
-    tasks = [task.spec for task in deck.split(args.split)[: args.tasks]]
+    count = args.tasks
+    if count is None and args.split == "pool":
+        count = run_pool_size(args.policies)
+        if count is not None:
+            console.print(f"on the run's stress-test pool: the first {count} pool tasks (--tasks)")
+    tasks = [task.spec for task in deck.split(args.split)[:count]]
     if not tasks:
         console.print(f"[red]error:[/red] the deck's {args.split} split is empty")
         return 2
@@ -291,7 +296,12 @@ def _add_rollout_parser(commands: argparse._SubParsersAction[argparse.ArgumentPa
     )
     roll.add_argument("--show", type=_non_negative, default=1, help="trajectories to print")
     roll.add_argument("--seed", type=_non_negative, default=0, help="sampling seed")
-    roll.add_argument("--workers", type=_positive, default=4, help="sandboxes at once")
+    roll.add_argument(
+        "--workers",
+        type=_positive,
+        default=16,
+        help="rollouts at once (each holds a sandbox; more also means larger decode batches)",
+    )
     roll.add_argument("--threads", type=_positive, default=2, help="torch CPU threads")
     roll.add_argument("--json", default=None, help="also write the trajectories as JSON lines")
 
@@ -311,13 +321,22 @@ def _add_evaluate_parser(commands: argparse._SubParsersAction[argparse.ArgumentP
         "--split", choices=("pool", "heldout", "warmstart"), default="pool", help="deck split"
     )
     ev.add_argument(
-        "--tasks", type=_positive, default=None, help="first N tasks of the split (default: all)"
+        "--tasks",
+        type=_positive,
+        default=None,
+        help="first N tasks of the split (default: with --split pool and a run directory "
+        "among the POLICYs, the run's stress-test pool, deck.pool_size; else all)",
     )
     ev.add_argument("--samples", type=_positive, default=4, help="rollouts per task")
     ev.add_argument(
         "--seed", type=_non_negative, default=0, help="sampling seed (the same for every policy)"
     )
-    ev.add_argument("--workers", type=_positive, default=4, help="sandboxes at once")
+    ev.add_argument(
+        "--workers",
+        type=_positive,
+        default=16,
+        help="rollouts at once (each holds a sandbox; more also means larger decode batches)",
+    )
     ev.add_argument("--threads", type=_positive, default=2, help="torch CPU threads")
     ev.add_argument("--json", default=None, help="also write one JSON line per policy")
 
@@ -390,6 +409,7 @@ def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from arctic_swe.chat import ChatError
+    from arctic_swe.config import RunConfigError
     from arctic_swe.deck import DeckError
     from arctic_swe.harness import HarnessError
     from arctic_swe.model import PolicyError
@@ -403,9 +423,13 @@ def _run(args: argparse.Namespace) -> int:
         "rollout": rollout,
         "evaluate": evaluate,
     }[args.command]
+    errors = (
+        DeckError, ChatError, HarnessError, PolicyError, RunConfigError, TrainerError,
+        WarmStartError,
+    )  # fmt: skip
     try:
         return command(args, console)
-    except (DeckError, ChatError, HarnessError, PolicyError, TrainerError, WarmStartError) as exc:
+    except errors as exc:
         console.print(f"[red]error:[/red] {exc}")
         return 2
 

@@ -150,3 +150,52 @@ def test_evaluate_command_rejects_a_directory_without_a_policy(
     argv = ["evaluate", str(tmp_path), "--deck", str(small_deck.root), "--tasks", "1"]
     assert main(argv) == 2
     assert "tokenizer" in capsys.readouterr().out
+
+
+def _run_directory(root: Path, policy: Path, pool_size: int) -> Path:
+    """A real run directory (config + one completed checkpoint) holding ``policy``'s weights."""
+    from arctic_swe.chat import load_tokenizer
+    from arctic_swe.config import TrainerSection, apply_overrides, prepare_run_dir, preset
+    from arctic_swe.model import load_policy
+    from arctic_swe.trainer import Trainer, save_checkpoint
+    from deck_evictor import Deck as EvictionDeck
+
+    sizes = [f"deck.pool_size={pool_size}", "deck.groups_per_update=1", "deck.replay_size=1"]
+    config = apply_overrides(preset("tiny"), sizes)
+    run = prepare_run_dir(root, config, resume=False)
+    trainer = Trainer(load_policy(policy), TrainerSection())
+    save_checkpoint(
+        run.checkpoints, trainer, EvictionDeck(["a"], seed=0), version=0, metrics_lines=0,
+        tokenizer=load_tokenizer(policy),
+    )  # fmt: skip
+    return root
+
+
+def test_run_pool_size_reads_the_first_run_directory(random_policy: Path, tmp_path: Path) -> None:
+    from arctic_swe.config import RunConfigError
+    from arctic_swe.evaluate import run_pool_size
+
+    run = _run_directory(tmp_path / "run", random_policy, pool_size=3)
+    assert run_pool_size([random_policy]) is None  # a policy directory has no pool
+    assert run_pool_size([random_policy, run]) == 3
+    (run / "config.toml").write_text("[deck]\npool_size = 'many'\n")
+    with pytest.raises(RunConfigError, match="pool_size"):
+        run_pool_size([run])
+
+
+def test_evaluate_command_defaults_to_the_runs_stress_pool(
+    random_policy: Path,
+    small_deck: Deck,
+    backend: NamespaceBackend,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    run = _run_directory(tmp_path / "run", random_policy, pool_size=2)
+    out = tmp_path / "eval.jsonl"
+    argv = ["evaluate", str(random_policy), str(run), "--deck", str(small_deck.root)]
+    assert main([*argv, "--samples", "1", "--json", str(out)]) == 0
+    assert "first 2 pool tasks" in capsys.readouterr().out
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [line["tasks"] for line in lines] == [2, 2]
+    # the checkpoint holds the same weights: the same seed gives the same outcome
+    assert lines[0]["per_task"] == lines[1]["per_task"]

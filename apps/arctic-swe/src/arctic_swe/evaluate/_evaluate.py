@@ -138,6 +138,24 @@ async def sample_rollouts(
         await engine.close()
 
 
+def run_pool_size(policies: Sequence[str | Path]) -> int | None:
+    """The stress-test pool size (``deck.pool_size``) of the first run directory among
+    ``policies``, or ``None`` when none is a run directory.
+
+    A run trains on the first ``pool_size`` tasks of the deck's pool split; evaluating a run
+    against its warm start on those tasks answers "did training help where it trained" (the
+    rest of the split is the untrained remainder). Raises
+    :class:`arctic_swe.config.RunConfigError` for a run whose ``config.toml`` is broken.
+    """
+    from arctic_swe.config import RunDir, load_run_config
+
+    for policy in policies:
+        run = RunDir(Path(policy))
+        if run.config.is_file() and run.checkpoints.is_dir():
+            return load_run_config(run).deck.pool_size
+    return None
+
+
 def policy_engine(
     policy: str | Path, rollouts: int, *, workers: int, seed: int
 ) -> tuple[Path, PreTrainedTokenizerFast, TorchEngine]:
