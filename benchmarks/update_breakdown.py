@@ -84,7 +84,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--updates", type=int, default=6, help="optimizer steps per mode")
     parser.add_argument("--deck", default=None, help="deck directory (default: build a small one)")
     parser.add_argument("--policy", default=None, help="policy checkpoint with tokenizer")
-    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch CPU threads (as arctic-swe overfit)"
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     updates = 2 if args.smoke else args.updates
@@ -93,11 +95,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "metrics.live=false",
         "metrics.plots=false",
         "deck.pool_size=8",
-        "deck.groups_per_update=2" if args.smoke else "deck.groups_per_update=4",
-        "deck.rollouts_per_group=2" if args.smoke else "deck.rollouts_per_group=4",
-    ]
+    ]  # otherwise the tiny preset's batch: 2 groups x 8 rollouts
     if args.smoke:
-        overrides += ["engine.max_new_tokens=12", "harness.max_tokens=2048"]
+        overrides += [
+            "deck.rollouts_per_group=2",
+            "engine.max_new_tokens=12",
+            "harness.max_tokens=2048",
+        ]
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
         if args.deck and args.policy:

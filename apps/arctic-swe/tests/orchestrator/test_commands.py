@@ -24,7 +24,9 @@ def test_every_ablation_flag_maps_to_one_config_change() -> None:
     for flag, (assignment, _) in ABLATIONS.items():
         args = _parse(flag)
         assert ablation_overrides(args) == [assignment]
-    config = resolve_config(_parse("--session-hash", "--clip", "--set", "trainer.lr=1e-3"))
+    config = resolve_config(
+        _parse("--session-hash", "--clip", "--set", "trainer.lr=1e-3", "--set", "engine.engines=2")
+    )
     assert config.engine.routing == "session_hash"
     assert config.trainer.ratio_control == "ppo_clip"
     assert config.trainer.lr == 1e-3

@@ -184,6 +184,12 @@ def validate(config: RunConfig) -> None:
     _require(
         engine.routing in ROUTING_POLICIES, "engine.routing", f"must be one of {ROUTING_POLICIES}"
     )
+    _require(
+        engine.routing != "session_hash" or engine.engines >= 2,
+        "engine.routing",
+        "session_hash routing places groups exactly like least_loaded on one engine; "
+        "add --set engine.engines=2 for the routing ablation",
+    )
     _require(engine.max_new_tokens >= 1, "engine.max_new_tokens", "must be >= 1")
     _require(harness.max_turns >= 1, "harness.max_turns", "must be >= 1")
     _require(harness.observation_chars >= 1, "harness.observation_chars", "must be >= 1")
