@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -127,6 +128,16 @@ def test_evaluate_policy_samples_every_task_n_times(
         evaluate_policy(random_policy, tasks, samples=0, backend=backend)
 
 
+def _evaluate_json(
+    policies: list[Path], deck: Deck, scratch: Path, *extra: str
+) -> list[dict[str, Any]]:
+    """Run ``arctic-swe evaluate`` (one sample per task) and return its JSON lines."""
+    out = scratch / "eval.jsonl"
+    argv = [str(policy) for policy in policies] + ["--deck", str(deck.root), "--samples", "1"]
+    assert main(["evaluate", *argv, "--json", str(out), *extra]) == 0
+    return [json.loads(line) for line in out.read_text().splitlines()]
+
+
 def test_evaluate_command_compares_policies_and_writes_json(
     random_policy: Path,
     small_deck: Deck,
@@ -134,10 +145,7 @@ def test_evaluate_command_compares_policies_and_writes_json(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    out = tmp_path / "eval.jsonl"
-    argv = ["evaluate", str(random_policy), str(random_policy), "--deck", str(small_deck.root)]
-    assert main([*argv, "--tasks", "2", "--samples", "1", "--json", str(out)]) == 0
-    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    lines = _evaluate_json([random_policy, random_policy], small_deck, tmp_path, "--tasks", "2")
     assert [line["rollouts"] for line in lines] == [2, 2]
     # the same seed and the same weights: the same rollouts, so the same outcome
     assert lines[0]["per_task"] == lines[1]["per_task"]
@@ -191,11 +199,8 @@ def test_evaluate_command_defaults_to_the_runs_stress_pool(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     run = _run_directory(tmp_path / "run", random_policy, pool_size=2)
-    out = tmp_path / "eval.jsonl"
-    argv = ["evaluate", str(random_policy), str(run), "--deck", str(small_deck.root)]
-    assert main([*argv, "--samples", "1", "--json", str(out)]) == 0
+    lines = _evaluate_json([random_policy, run], small_deck, tmp_path)
     assert "first 2 pool tasks" in capsys.readouterr().out
-    lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert [line["tasks"] for line in lines] == [2, 2]
     # the checkpoint holds the same weights: the same seed gives the same outcome
     assert lines[0]["per_task"] == lines[1]["per_task"]
