@@ -20,7 +20,7 @@ class RunSection:
     """The run as a whole: seed, length, checkpoints and the off-policy cap."""
 
     seed: int = 0
-    updates: int = 40  # optimizer steps of the stress test
+    updates: int = 36  # optimizer steps of the stress test (fits 15 min on 2 cores; README)
     max_off_policy: int = 4  # groups older than this many versions are dropped (seed 000 §3.3)
     checkpoint_every: int = 1  # updates between atomic checkpoints
     keep_checkpoints: int = 2  # newest checkpoints kept on disk (the rest are pruned)
