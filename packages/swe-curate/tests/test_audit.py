@@ -31,7 +31,9 @@ def test_good_task_is_admitted_with_binding_assertions(
 
 
 def test_flaky_test_is_flagged(tmp_path: Path, scorer: SandboxScorer) -> None:
-    rec = audit_task(make_task(tmp_path, "flaky"), scorer, AuditConfig(reruns=6, binding=False))
+    # The coin reads the kernel's entropy (no seeded ``random`` state can pin it); 8 reruns per
+    # tree miss a fair coin with probability (2 * 2**-8) ** 2 = 6e-5 (6 reruns: 1e-3, seen in CI).
+    rec = audit_task(make_task(tmp_path, "flaky"), scorer, AuditConfig(reruns=8, binding=False))
     assert rec.verdict is Verdict.FLAKY, rec.reason
     assert rec.measurements["flaky"] == ["tests/test_ops.py::test_coin"]
 
