@@ -85,6 +85,8 @@ def test_help_shows_defaults_but_not_empty_ones(
         ["evaluate"],
         ["evaluate", "runs/x", "--samples", "0"],
         ["warmstart", "--steps", "ten"],
+        ["overfit", "--threads", "0"],
+        ["overfit", "--warmstart-threads", "-1"],
     ],
 )
 def test_bad_arguments_are_usage_errors(argv: list[str]) -> None:

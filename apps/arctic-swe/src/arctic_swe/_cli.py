@@ -17,6 +17,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from arctic_swe._argtypes import non_negative_int, positive_int
 from arctic_swe._version import __version__
 
 if TYPE_CHECKING:  # heavy imports (torch, transformers) load only when a command runs
@@ -214,20 +215,6 @@ def component_versions() -> dict[str, str | None]:
     return found
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
-
-
-def _non_negative(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
-    return value
-
-
 def _add_deck_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     deck = commands.add_parser("deck", help="the embedded deck of generated Python repositories")
     actions = deck.add_subparsers(dest="deck_command", metavar="ACTION", required=True)
@@ -237,22 +224,22 @@ def _add_deck_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         description="Write DIR/deck.json, DIR/repos/*, DIR/tokenizer/ and DIR/audit.jsonl.",
     )
     build.add_argument("--out", default=DEFAULT_DECK, help="deck directory (replaced)")
-    build.add_argument("--seed", type=_non_negative, default=0, help="deck seed")
-    build.add_argument("--pool-size", type=_positive, default=160, help="stress-test pool size")
-    build.add_argument("--heldout-size", type=_non_negative, default=40, help="held-out size")
+    build.add_argument("--seed", type=non_negative_int, default=0, help="deck seed")
+    build.add_argument("--pool-size", type=positive_int, default=160, help="stress-test pool size")
+    build.add_argument("--heldout-size", type=non_negative_int, default=40, help="held-out size")
     build.add_argument(
-        "--warmstart-size", type=_non_negative, default=200, help="warm-start split size"
+        "--warmstart-size", type=non_negative_int, default=200, help="warm-start split size"
     )
-    build.add_argument("--vocab-size", type=_positive, default=2048, help="BPE vocabulary size")
+    build.add_argument("--vocab-size", type=positive_int, default=2048, help="BPE vocabulary size")
     build.add_argument(
         "--validate",
         choices=("all", "sample", "none"),
         default="sample",
         help="Pipeline 1 on every pool/held-out task, on an evenly spaced sample, or not at all",
     )
-    build.add_argument("--sample", type=_positive, default=16, help="tasks in the sample")
-    build.add_argument("--reruns", type=_positive, default=2, help="Pipeline 1 runs per tree")
-    build.add_argument("--workers", type=_positive, default=2, help="sandboxes in parallel")
+    build.add_argument("--sample", type=positive_int, default=16, help="tasks in the sample")
+    build.add_argument("--reruns", type=positive_int, default=2, help="Pipeline 1 runs per tree")
+    build.add_argument("--workers", type=positive_int, default=2, help="sandboxes in parallel")
 
 
 def _add_warmstart_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -264,21 +251,21 @@ def _add_warmstart_parser(commands: argparse._SubParsersAction[argparse.Argument
     warm.add_argument("--deck", default=DEFAULT_DECK, help="deck directory (deck build)")
     warm.add_argument("--out", default=DEFAULT_POLICY, help="checkpoint directory (replaced)")
     warm.add_argument(
-        "--tasks", type=_positive, default=200, help="warm-start tasks to use (the whole split)"
+        "--tasks", type=positive_int, default=200, help="warm-start tasks to use (the whole split)"
     )
     warm.add_argument(
         "--induction-steps",
-        type=_non_negative,
+        type=non_negative_int,
         default=200,
         help="stage 0: copy-task steps that give the random-init policy in-context copying "
         "(0 skips it)",
     )
-    warm.add_argument("--steps", type=_positive, default=300, help="SFT optimiser steps")
-    warm.add_argument("--batch-size", type=_positive, default=8, help="trajectories per step")
+    warm.add_argument("--steps", type=positive_int, default=300, help="SFT optimiser steps")
+    warm.add_argument("--batch-size", type=positive_int, default=8, help="trajectories per step")
     warm.add_argument("--lr", type=float, default=3e-3, help="AdamW learning rate")
-    warm.add_argument("--seed", type=_non_negative, default=0, help="model and data seed")
-    warm.add_argument("--workers", type=_positive, default=2, help="expert sandboxes at once")
-    warm.add_argument("--threads", type=_positive, default=2, help="torch CPU threads")
+    warm.add_argument("--seed", type=non_negative_int, default=0, help="model and data seed")
+    warm.add_argument("--workers", type=positive_int, default=2, help="expert sandboxes at once")
+    warm.add_argument("--threads", type=positive_int, default=2, help="torch CPU threads")
 
 
 def _add_rollout_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -290,19 +277,19 @@ def _add_rollout_parser(commands: argparse._SubParsersAction[argparse.ArgumentPa
     )
     roll.add_argument("--deck", default=DEFAULT_DECK, help="deck directory")
     roll.add_argument("--policy", default=DEFAULT_POLICY, help="checkpoint directory")
-    roll.add_argument("--tasks", type=_positive, default=16, help="tasks (one rollout each)")
+    roll.add_argument("--tasks", type=positive_int, default=16, help="tasks (one rollout each)")
     roll.add_argument(
         "--split", choices=("pool", "heldout", "warmstart"), default="pool", help="deck split"
     )
-    roll.add_argument("--show", type=_non_negative, default=1, help="trajectories to print")
-    roll.add_argument("--seed", type=_non_negative, default=0, help="sampling seed")
+    roll.add_argument("--show", type=non_negative_int, default=1, help="trajectories to print")
+    roll.add_argument("--seed", type=non_negative_int, default=0, help="sampling seed")
     roll.add_argument(
         "--workers",
-        type=_positive,
+        type=positive_int,
         default=16,
         help="rollouts at once (each holds a sandbox; more also means larger decode batches)",
     )
-    roll.add_argument("--threads", type=_positive, default=2, help="torch CPU threads")
+    roll.add_argument("--threads", type=positive_int, default=2, help="torch CPU threads")
     roll.add_argument("--json", default=None, help="also write the trajectories as JSON lines")
 
 
@@ -322,22 +309,22 @@ def _add_evaluate_parser(commands: argparse._SubParsersAction[argparse.ArgumentP
     )
     ev.add_argument(
         "--tasks",
-        type=_positive,
+        type=positive_int,
         default=None,
         help="first N tasks of the split (default: with --split pool and a run directory "
         "among the POLICYs, the run's stress-test pool, deck.pool_size; else all)",
     )
-    ev.add_argument("--samples", type=_positive, default=4, help="rollouts per task")
+    ev.add_argument("--samples", type=positive_int, default=4, help="rollouts per task")
     ev.add_argument(
-        "--seed", type=_non_negative, default=0, help="sampling seed (the same for every policy)"
+        "--seed", type=non_negative_int, default=0, help="sampling seed (the same for every policy)"
     )
     ev.add_argument(
         "--workers",
-        type=_positive,
+        type=positive_int,
         default=16,
         help="rollouts at once (each holds a sandbox; more also means larger decode batches)",
     )
-    ev.add_argument("--threads", type=_positive, default=2, help="torch CPU threads")
+    ev.add_argument("--threads", type=positive_int, default=2, help="torch CPU threads")
     ev.add_argument("--json", default=None, help="also write one JSON line per policy")
 
 

@@ -45,10 +45,10 @@ def overfit_command(args: argparse.Namespace) -> int:
         else:
             config = resolve_config(args)
             run = prepare_run_dir(args.run_dir, config, resume=False)
-        torch.set_num_threads(max(1, args.warmstart_threads))
+        torch.set_num_threads(args.warmstart_threads)
         deck_dir = ensure_deck(Path(args.deck), config, console)
         policy_dir = ensure_policy(Path(args.policy), deck_dir, config, console)
-        torch.set_num_threads(max(1, args.threads))
+        torch.set_num_threads(args.threads)
         result = run_overfit(
             config, run, Inputs(deck_dir, policy_dir), resume=args.resume, console=console
         )

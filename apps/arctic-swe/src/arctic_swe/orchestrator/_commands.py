@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from arctic_swe._argtypes import positive_int
+
 #: Ablation flag -> the ``--set`` it stands for (the paper's Table 9 / figure ablations).
 ABLATIONS: dict[str, tuple[str, str]] = {
     "--no-gated-reward": ("harness.gated_reward=false", "gated reward off"),
@@ -58,7 +60,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     overfit.add_argument(
         "--threads",
-        type=int,
+        type=positive_int,
         default=1,
         help="torch CPU threads of the RL loop: the tiny policy's ops are too small to split, "
         "and the engine and trainer threads already run side by side (measured 1.3x faster "
@@ -66,7 +68,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     overfit.add_argument(
         "--warmstart-threads",
-        type=int,
+        type=positive_int,
         default=2,
         help="torch CPU threads of the warm start, when --policy has to be built (SFT "
         "batches are large enough to split)",
