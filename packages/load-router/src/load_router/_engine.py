@@ -79,8 +79,8 @@ class Engine(Protocol):
       (attention KV, convolution history, recurrent state, prefix cache) and, before
       returning, re-prefill the retained history of every sequence it keeps resident — or
       release it, since the next request carries the whole history (vLLM resets its prefix
-      cache this way) — so that no token after the refresh is sampled from a stale state. ``invalidate_caches=False`` is the ablation that
-      keeps stale caches. The router guarantees no ``generate`` call runs on the engine while
+      cache this way) — so that no token after the refresh is sampled from a stale state.
+      ``invalidate_caches=False`` is the ablation that keeps stale caches. The router guarantees no ``generate`` call runs on the engine while
       ``refresh`` runs.
     """
 

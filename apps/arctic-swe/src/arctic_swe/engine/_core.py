@@ -316,26 +316,28 @@ class EngineCore:
         residents = list(self.residents.values())
         if not invalidate:
             return RefreshStats(version, False, len(residents), 0, time.perf_counter() - started)
-        parked = [r for r in residents if r.job is None]
-        for resident in parked:
-            self.release(resident.slot)
         active = [r for r in residents if r.job is not None]
+        parked = len(residents) - len(active)
+        for resident in residents:
+            if resident.job is None:
+                self.release(resident.slot)
         self.pools.reset([r.slot for r in active])
         for resident in active:
             resident.pending = resident.history + resident.pending
             resident.history = []
         total = self._reprefill(active)
         elapsed = time.perf_counter() - started
-        return RefreshStats(version, True, len(residents), total, elapsed, released=len(parked))
+        return RefreshStats(version, True, len(residents), total, elapsed, released=parked)
 
     def _reprefill(self, residents: list[Resident]) -> int:
-        def feedable(r: Resident) -> int:
-            return len(r.pending) - (1 if r.job is not None else 0)
-
+        """Recompute the history of sequences in mid-turn; each keeps its last token pending
+        (it is fed by the next decode step, which samples from the fresh state)."""
         total = 0
-        while todo := [r for r in residents if feedable(r) > 0]:
+        while todo := [r for r in residents if len(r.pending) > 1]:
             group = self._prefill_group(todo)
-            chunks = [r.pending[: min(feedable(r), self.config.prefill_chunk)] for r in group]
+            chunks = [
+                r.pending[: min(len(r.pending) - 1, self.config.prefill_chunk)] for r in group
+            ]
             self._feed(group, chunks)
             total += sum(len(chunk) for chunk in chunks)
         return total

@@ -8,8 +8,9 @@ finish — whichever task they belong to — so slow groups carry over and age; 
 
 After each optimizer step: the new weights are written once (safetensors) and every engine
 refreshes through the router's protocol (pause admission, load, invalidate caches: a turn in
-flight is re-prefilled, a parked sequence released; resume); the deck records the trained groups (eviction), replay probes of retired tasks are
-launched, the metrics line is written, and a checkpoint is taken.
+flight is re-prefilled, a parked sequence released; resume); the deck records the trained
+groups (eviction), replay probes of retired tasks are launched, the metrics line is written,
+and a checkpoint is taken.
 """
 
 from __future__ import annotations

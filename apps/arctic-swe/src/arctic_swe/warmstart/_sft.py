@@ -89,8 +89,8 @@ def collate(batch: Sequence[Trajectory], pad_id: int) -> tuple[torch.Tensor, tor
 def assistant_loss(model: nn.Module, inputs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """Mean cross-entropy of the labelled (assistant) positions.
 
-    The LM head runs on the labelled positions only (``[N, H] -> [N, V]``, N ≈ 10–20 % of the
-    batch's positions): logits of the system prompt, the issue, tool output and padding would
+    The LM head runs on the labelled positions only (``[N, H] -> [N, V]``; N is about a quarter
+    of the batch's positions on the expert data): logits of the system prompt, the issue, tool output and padding would
     be computed, soft-maxed and back-propagated only to be ignored.
     """
     hidden = model.get_submodule("model")(input_ids=inputs).last_hidden_state  # [B, T, H]
