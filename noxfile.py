@@ -61,12 +61,17 @@ def _sync(session: nox.Session, *args: str) -> None:
     )
 
 
+#: The `vllm` extra pins its own torch/transformers and is declared conflicting with the dev tools
+#: (root pyproject): test environments never hold it.
+_NO_VLLM = ("--no-extra", "vllm")
+
+
 def _sync_alone(session: nox.Session, package: str) -> None:
-    _sync(session, f"--package={package}", "--all-extras")
+    _sync(session, f"--package={package}", "--all-extras", *_NO_VLLM)
 
 
 def _sync_workspace(session: nox.Session) -> None:
-    _sync(session, "--all-packages", "--all-extras")
+    _sync(session, "--all-packages", "--all-extras", *_NO_VLLM)
 
 
 @nox.session
