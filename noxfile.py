@@ -5,7 +5,7 @@ Workspace:   lint  integration  bench_smoke  nightly
 
 `import_alone` is the one that proves a piece can be lifted into another RL stack: a fresh
 environment holding only that member and its own dependencies imports it from outside the source
-tree, holds none of the packages DESIGN.md §2 forbids for it, and passes the member's tests.
+tree, holds none of the packages ARCHITECTURE.md §2 forbids for it, and passes the member's tests.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def _members() -> dict[str, Path]:
 
 MEMBERS = _members()
 
-#: DESIGN.md §2 "must not pull": importable modules that must be absent from a member's own env.
+#: ARCHITECTURE.md §2 "must not pull": importable modules that must be absent from a member's own env.
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "swe-formatcheck": ("torch", "numpy"),
     "load-router": ("torch",),

@@ -15,7 +15,7 @@ Time is the median wall time of ``--repeats`` forward+backward runs after that f
 ``--smoke`` runs both paths in this process instead (torch imports once; a few seconds), so its
 peak figures are polluted by each other and only show that the script works.
 
-Targets (issue #4): at the largest case peak memory <= 1/4 of naive, time <= 1.3x naive.
+Targets: at the largest case peak memory <= 1/4 of naive, time <= 1.3x naive.
 Prints one JSON object as the last stdout line; one line per case goes to stderr as it finishes.
 """
 

@@ -1,5 +1,4 @@
-"""What one Pipeline-2 judgement costs, and what reusing a sandbox per task saves (swe-curate,
-issue #9).
+"""What one Pipeline-2 judgement costs, and what reusing a sandbox per task saves (swe-curate).
 
 On a small real task (the ``clamp`` fix with a loose suite) this measures:
 

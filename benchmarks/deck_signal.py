@@ -5,8 +5,8 @@ unsolvable, some nearly always solved, the rest learnable (p rises a little afte
 that carries signal, i.e. mixed successes). Every update samples ``groups`` tasks from a Deck and
 runs n = 8 rollouts each. We measure the share of rollouts that fall in all-0 or all-1 groups
 (zero group-relative advantage, hence zero gradient) without eviction, with the paper's easy+hard
-eviction, and with the final recipe's mastered-only eviction. The paper (seed 000 §3.3, seed 002
-§4.3) reports 49.4 % → 19.6 % on R2E-Gym; the simulation reproduces the direction, not the
+eviction, and with the final recipe's mastered-only eviction. Arctic-SWE §3.3 reports
+49.4 % → 19.6 % on R2E-Gym; the simulation reproduces the direction, not the
 numbers. Retired tasks also slowly lose skill (a "4B-like" forgetting rate), and replay probes
 show what the eviction-adjusted reward cannot.
 

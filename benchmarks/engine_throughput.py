@@ -15,7 +15,7 @@ turns are: the baseline left-pads the batch and decodes every row until the long
 the engine retires each sequence at its own length). Only requested tokens count.
 
 Both use the same model object (the tiny Qwen3.5 preset). Reported: tokens/s of each and the
-ratio engine / baseline (issue #10 target: >= 2x at 32 sequences). Then the cost of an
+ratio engine / baseline (target: >= 2x at 32 sequences). Then the cost of an
 invalidating weight refresh with N sequences in mid-turn (every retained history recomputed before the next
 token), with the same N parked after their turn (released: a continuing one is prefilled at its
 next turn), and the stale-cache ablation (load the weights only).

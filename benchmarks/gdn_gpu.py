@@ -16,7 +16,7 @@ TFLOP/s under the chunk-form FLOP model in :func:`chunk_flops`; ``decode_hbm_fra
 over ``--hbm-tbps`` (H200: 4.8). State error: RMS-relative error of the final state against the
 float64 oracle at ``--accuracy-T`` for ours and for fla (same bf16-rounded inputs).
 
-Targets (issue #5): decode at >= 80 % of HBM bandwidth at large batch; chunk forward no slower
+Targets: decode at >= 80 % of HBM bandwidth at large batch; chunk forward no slower
 than fla with >= 10x lower state error.
 
 Without CUDA this prints one JSON object saying it was skipped and why (also under ``--smoke``).

@@ -1,4 +1,4 @@
-"""Sandbox latency benchmark (swe-sandbox, issue #8).
+"""Sandbox latency benchmark (swe-sandbox).
 
 Per backend: create+prepare latency, ``execute_bash("true")`` round trip, grade latency
 (median, p95), and sustained tool calls/s with N concurrent sandboxes driven from one asyncio

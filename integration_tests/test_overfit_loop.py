@@ -1,4 +1,4 @@
-"""The asynchronous RL loop end to end (issue #11): real namespace sandboxes, the real tiny
+"""The asynchronous RL loop end to end (ARCHITECTURE.md §4): real namespace sandboxes, the real tiny
 Qwen3.5 policy in real torch engines, the real router, trainer, deck and metrics.
 
 The policy here is random-initialised (a warm start takes minutes), so its episodes end at the

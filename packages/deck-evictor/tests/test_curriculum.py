@@ -1,4 +1,4 @@
-"""Cumulative-solve-rate curriculum filter (seed 003) against a readable reference."""
+"""Cumulative-solve-rate curriculum filter (RFT + DAPO curriculum) against a readable reference."""
 
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ def test_matches_oracle_and_chunk_path(T: int, H: int, HV: int) -> None:
     assert rs is not None
     assert rms_rel(o, ro) <= 1e-5
     assert rms_rel(s, rs) <= 1e-5
-    # Trainer (chunk) and engine (recurrent) must assign the same numbers: issue #5, <= 1e-6.
+    # Trainer (chunk) and engine (recurrent) must assign the same numbers, to <= 1e-6.
     assert rms_rel(o, oc) <= 1e-6
     assert rms_rel(s, sc) <= 1e-6
 

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(
     DEVICE == "cpu" and os.environ.get("TRITON_INTERPRET") != "1",
     reason="no CUDA and TRITON_INTERPRET is not set",
 )
-TOL = 1e-5  # issue #5: FP32 gradients vs float64, RMS-relative
+TOL = 1e-5  # the acceptance bound: FP32 gradients vs float64, RMS-relative
 NAMES = ("dq", "dk", "dv", "dg", "dbeta", "dh0")
 
 

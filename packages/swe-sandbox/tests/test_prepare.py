@@ -1,4 +1,4 @@
-"""Host-side preparation and the bad-input errors (issue #8 "Bad input"), both backends where a
+"""Host-side preparation and the bad-input errors, both backends where a
 sandbox is involved: a typed error saying which, and nothing left behind."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The security suite (issue #8 "Tests"), run on both backends.
+"""The security suite (Arctic-SWE §5, evaluation-hacking prevention), run on both backends.
 
 Every hack below scores 0; the network is unreachable (asserted from inside the sandbox before
 any probe is sent); nothing in the sandbox holds the withheld tests or the gold hunks; git shows

@@ -1,6 +1,6 @@
 """The CISPO objective with IcePop masking, memory-bounded log-probs and mismatch metrics.
 
-Seed 000 §5 / seed 002 §4.2 of the Arctic-SWE recipe: group-centred advantages, the importance
+Arctic-SWE §5, the recipe's objective: group-centred advantages, the importance
 weight as a detached coefficient (CISPO), tokens whose weight leaves ``[0, 2.0]`` masked (IcePop),
 token mean over the whole batch with a global normaliser, and log-probs computed from hidden
 states in tiles so long trajectories never materialise ``TxV`` logits.

@@ -1,4 +1,4 @@
-"""Group-relative advantages and the reward-side ablation switches (seed 000 §3.4, §5; Table 9).
+"""Group-relative advantages and the reward-side ablation switches (Arctic-SWE §3.4, §5; Table 9).
 
 Rewards are shaped first (invalid-trajectory override, optional length penalty), then centred
 inside each group of rollouts that share a task: ``A_i = R_i - mean(R_group)``. The paper's

@@ -1,6 +1,6 @@
 """Frozen configuration records for the loss and for reward shaping.
 
-The defaults are the paper's final recipe (seed 000 §3.4 and §5, seed 002 §4.2): CISPO with
+The defaults are the paper's final recipe (Arctic-SWE §3.4 and §5): CISPO with
 IcePop masking on ``[0, 2.0]``, token mean over the whole batch, no reference KL, no entropy
 bonus. Every other value is one of the Table 9 ablations.
 """
@@ -104,7 +104,7 @@ class LossConfig:
 
 @dataclass(frozen=True, slots=True)
 class LengthPenalty:
-    """DAPO's soft over-long punishment (seed 003 §2.2), added to a rollout's reward.
+    """DAPO's soft over-long punishment (the DAPO paper's overlong reward shaping), added to a rollout's reward.
 
     A rollout of ``L`` tokens gets ``0`` when ``L <= max_length - buffer``, a linear ramp down to
     ``-coef`` over the last ``buffer`` tokens, and ``-coef`` beyond ``max_length``.
@@ -131,7 +131,7 @@ class RewardShaping:
     Attributes:
         invalid_reward: reward that replaces the reward of every invalid trajectory (gated:
             no submit, bad format, duplicate call, exhausted budget). ``None`` leaves rewards as
-            given; the paper's final recipe uses ``-1.0`` (seed 000 §5).
+            given; the paper's final recipe uses ``-1.0`` (Arctic-SWE §5).
         length_penalty: the DAPO soft over-long penalty, or ``None`` (paper: off).
     """
 

@@ -3,7 +3,7 @@
 A custom autograd function walks the tokens in chunks of ``chunk_size`` and the vocabulary in
 chunks of ``vocab_chunk_size``. Forward keeps an online (streaming) log-sum-exp per token, so only
 one ``[chunk_size, vocab_chunk_size]`` logit tile exists at a time and only ``O(T)`` numbers are
-saved for backward; backward recomputes each tile from the saved hidden states (seed 000 §5:
+saved for backward; backward recomputes each tile from the saved hidden states (Arctic-SWE §5:
 131k-token trajectories, 250k vocabularies). Logits are produced by a matmul in the input dtype
 (as the inference engine does) and then upcast, so every reduction — max, sum of exponentials,
 entropy — accumulates in float32 (float64 for float64 inputs).

@@ -1,4 +1,4 @@
-"""The CISPO objective with IcePop masking (seed 000 §5, seed 002 §4.2) and its Table 9 ablations.
+"""The CISPO objective with IcePop masking (Arctic-SWE §5) and its Table 9 ablations.
 
 Per trainable token ``t`` of rollout ``i`` with advantage ``A_i``::
 
@@ -225,7 +225,7 @@ def cispo_loss(
     ref_logprobs: torch.Tensor | None = None,
     entropy: torch.Tensor | None = None,
 ) -> LossOutput:
-    """The CISPO loss with IcePop masking (seed 000 §5) on one micro-batch.
+    """The CISPO loss with IcePop masking (Arctic-SWE §5) on one micro-batch.
 
     Args:
         logprobs: trainer log-probs of the sampled tokens, with gradient — ``[B, T]`` padded, or

@@ -1,6 +1,6 @@
 """Diagnostics of one loss call, returned as plain Python floats (no graph, one device sync).
 
-Definitions follow seed 000 §3.1: the rollout-trainer mismatch KL is the mean over trainable
+Definitions follow Arctic-SWE §3.1: the rollout-trainer mismatch KL is the mean over trainable
 tokens of ``ω - log ω - 1`` (ω = π_train/π_rollout of the sampled token), which is the k3
 estimator of KL(π_rollout ‖ π_train) under the rollout distribution. Statistics of an empty set
 (no trainable token) are NaN rather than a made-up 0.

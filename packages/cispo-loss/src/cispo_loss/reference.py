@@ -2,7 +2,7 @@
 
 Nothing here is tuned: the log-probs materialise the full ``[T, V]`` logits, the loss walks
 rollouts and tokens in Python loops, one formula per line, straight from the definitions in
-seed 000 §3.1/§5 and seed 002 §4.2. Use it to check a port, not to train.
+Arctic-SWE §3.1/§5. Use it to check a port, not to train.
 """
 
 from __future__ import annotations

@@ -18,9 +18,9 @@ from deck_evictor._errors import InvalidConfigError
 class RetireReason(enum.StrEnum):
     """Why a task left the active deck.
 
-    ``EASY`` and ``HARD`` are the paper's eviction rules (seed 000 §3.3 "easy-hard eviction");
-    the two ``CURRICULUM_*`` reasons come from the stage-boundary filter of the RFT+DAPO recipe
-    (seed 003 "课程").
+    ``EASY`` and ``HARD`` are the paper's eviction rules (Arctic-SWE §3.3 "easy-hard eviction");
+    the two ``CURRICULUM_*`` reasons come from the stage-boundary filter of the related
+    RFT + DAPO recipe for SWE agents (its curriculum step).
     """
 
     EASY = "easy"
@@ -71,7 +71,7 @@ def _rate(_inst: object, attribute: attrs.Attribute[float], value: object) -> No
 
 @attrs.frozen
 class EvictionRules:
-    """When a task is retired from the active deck (paper §3.3, seed 002 §4.3).
+    """When a task is retired from the active deck (Arctic-SWE §3.3).
 
     Attributes:
         easy: ``"first_all_correct"`` retires a task the first time one of its groups is
@@ -98,7 +98,7 @@ class EvictionRules:
 
     @classmethod
     def mastered_only(cls) -> EvictionRules:
-        """The final recipe of seed 000 §5: retire only mastered (all-correct) tasks."""
+        """The final recipe of Arctic-SWE §5: retire only mastered (all-correct) tasks."""
         return cls(hard_consecutive_zero=None)
 
     @classmethod
@@ -109,7 +109,7 @@ class EvictionRules:
 
 @attrs.frozen
 class ReplayPolicy:
-    """How retired tasks are re-probed to measure forgetting (seed 000 "Scale Findings").
+    """How retired tasks are re-probed to measure forgetting (Arctic-SWE, "Scale Findings").
 
     Eviction-adjusted reward imputes 1.0 for retired tasks and so cannot see forgetting; replay
     probes re-run retired tasks and keep their scores apart from training statistics.
@@ -138,7 +138,7 @@ class ReplayPolicy:
 
 @attrs.frozen
 class CurriculumFilter:
-    """The stage-boundary filter of the RFT+DAPO recipe (seed 003 "课程").
+    """The stage-boundary filter of the related RFT + DAPO recipe for SWE agents (curriculum).
 
     A task's cumulative solve rate is its success rate over every training rollout so far.
     Tasks above ``max_solve_rate`` are stably solved and dropped; tasks never solved are most

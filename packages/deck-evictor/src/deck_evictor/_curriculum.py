@@ -1,6 +1,6 @@
-"""Cumulative-solve-rate curriculum filter (seed 003 "课程", applied once at a stage boundary).
+"""Cumulative-solve-rate curriculum filter (applied once at a stage boundary).
 
-Before stage 2 of the RFT+DAPO recipe, every task's cumulative solve rate — its success rate over
+Before stage 2 of the related RFT + DAPO recipe for SWE agents (its curriculum step), every task's cumulative solve rate — its success rate over
 all earlier training rollouts — is computed; tasks above 2/3 are dropped (already stably solved)
 and tasks with rate 0 are dropped (most likely unsolvable). The recipe shrank 7,249 tasks to 2,028.
 """
@@ -15,11 +15,11 @@ from deck_evictor._errors import InvalidResultError
 from deck_evictor._records import CurriculumReport
 
 #: The recipe's filter: drop above 2/3 cumulative solve rate and never-solved tasks.
-SEED_003_FILTER = CurriculumFilter()
+RECIPE_FILTER = CurriculumFilter()
 
 
 def split_by_solve_rate(
-    counts: Iterable[tuple[str, int, int]], rule: CurriculumFilter = SEED_003_FILTER
+    counts: Iterable[tuple[str, int, int]], rule: CurriculumFilter = RECIPE_FILTER
 ) -> CurriculumReport:
     """Split ``(task_id, successes, attempts)`` rows by cumulative solve rate.
 

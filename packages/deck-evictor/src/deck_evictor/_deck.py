@@ -1,6 +1,6 @@
 """The deck: sample groups, record them, retire easy/hard tasks, probe retired ones, persist.
 
-Lifecycle in a training run (one update ``u``; DESIGN.md §4 steps 1 and 6)::
+Lifecycle in a training run (one update ``u``; Arctic-SWE §3.3, easy-hard eviction)::
 
     deck.advance(u)                         # stamp what follows with update u
     draw = deck.sample(groups_per_update)   # distinct active tasks; draw.exhausted if short
@@ -28,7 +28,7 @@ from deck_evictor._config import (
     ReplayPolicy,
     RetireReason,
 )
-from deck_evictor._curriculum import SEED_003_FILTER, split_by_solve_rate
+from deck_evictor._curriculum import RECIPE_FILTER, split_by_solve_rate
 from deck_evictor._errors import (
     InvalidConfigError,
     InvalidResultError,
@@ -377,8 +377,8 @@ class Deck:
         return summarise((self._records[self._index[t]] for t in self._retired), wanted)
 
     # ---- curriculum ------------------------------------------------------------------------
-    def apply_curriculum(self, rule: CurriculumFilter = SEED_003_FILTER) -> CurriculumReport:
-        """Stage-boundary filter (seed 003): drop active tasks above 2/3 cumulative solve rate
+    def apply_curriculum(self, rule: CurriculumFilter = RECIPE_FILTER) -> CurriculumReport:
+        """Stage-boundary filter (RFT + DAPO curriculum): drop active tasks above 2/3 cumulative solve rate
         and those never solved. Dropped tasks are retired with a ``CURRICULUM_*`` reason, are not
         probed by default and leave the adjusted-reward denominator.
         """

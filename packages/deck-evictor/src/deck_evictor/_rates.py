@@ -1,4 +1,4 @@
-r"""Acquisition/loss rates of the two-state mastery model and the ceiling they imply (seed 000 §1).
+r"""Acquisition/loss rates of the two-state mastery model and the ceiling they imply (Arctic-SWE §1).
 
 Model. Each task is, at every observation step t, either unmastered (0) or mastered (1). Between
 consecutive steps an unmastered task becomes mastered with probability g (acquisition) and a

@@ -178,7 +178,7 @@ class AdjustedReward:
 
 @attrs.frozen
 class CurriculumReport:
-    """Outcome of the cumulative-solve-rate filter (seed 003), ids in deck order."""
+    """Outcome of the cumulative-solve-rate filter (RFT + DAPO curriculum), ids in deck order."""
 
     dropped_solved: tuple[str, ...]
     dropped_unsolved: tuple[str, ...]

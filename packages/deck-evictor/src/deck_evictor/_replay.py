@@ -1,6 +1,6 @@
 """Replay probes: which retired tasks to re-run, and what their scores say about forgetting.
 
-Seed 000 "Scale Findings": eviction-adjusted reward imputes 1.0 for retired tasks, so the 4B
+Arctic-SWE, "Scale Findings": eviction-adjusted reward imputes 1.0 for retired tasks, so the 4B
 model's retired tasks could fall from 0.95 to 0.85 while the metric moved 3.4 %. Probing retired
 tasks directly, with scores kept apart from the training statistics, makes forgetting visible.
 """

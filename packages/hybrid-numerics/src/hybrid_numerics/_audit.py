@@ -3,7 +3,7 @@
 The *engine path* prefills a prompt into a cache and then feeds the given tokens one at a time
 (teacher forcing: exactly what an engine that sampled these tokens computed). The *trainer path*
 is one full forward over the whole sequence. Per scored token the mismatch is the k3 estimator
-``ω - log ω - 1`` with ``ω = π_train(a_t) / π_engine(a_t)`` (seed 000 §3.3; the cispo-loss metric),
+``ω - log ω - 1`` with ``ω = π_train(a_t) / π_engine(a_t)`` (Arctic-SWE §3.3; the cispo-loss metric),
 evaluated in float64 with ``expm1`` so values near 1e-9 are not lost to cancellation.
 
 Attribution by layer type runs one type through its decode computation at a time:

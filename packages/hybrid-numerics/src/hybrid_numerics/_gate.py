@@ -2,7 +2,7 @@
 
 Qwen3.5 stores ``A_log`` (per value head, log of the decay rate) and ``dt_bias``; ``a`` is the
 per-token gate projection. In bf16, ``exp(A_log)`` and the softplus lose ~3 significant digits,
-and the decay compounds over thousands of tokens (seed 000 §3.3: keep gate arithmetic and
+and the decay compounds over thousands of tokens (Arctic-SWE §3.3: keep gate arithmetic and
 ``A_log`` in FP32). Here every operand is promoted to FP32 first; gradients reach ``a``,
 ``A_log`` and ``dt_bias`` through autograd and come back in each parameter's own dtype.
 """

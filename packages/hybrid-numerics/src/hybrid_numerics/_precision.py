@@ -1,4 +1,4 @@
-"""Keep named parameters FP32 inside a bf16 model (seed 000 §3.3: ``A_log``, gate, norms).
+"""Keep named parameters FP32 inside a bf16 model (Arctic-SWE §3.3: ``A_log``, gate, norms).
 
 ``A_log`` is the log of a per-head decay rate: ``exp(A_log)`` multiplies every token's decay, and
 bf16 keeps 8 bits of mantissa, so a bf16 ``A_log`` perturbs the decay by up to ~0.4 % per step,

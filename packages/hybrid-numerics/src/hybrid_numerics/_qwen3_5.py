@@ -3,7 +3,7 @@
 :func:`patch_qwen3_5` replaces, per instance, the ``forward`` of every Gated DeltaNet layer
 (``Qwen3_5GatedDeltaNet``, ``Qwen3_5MoeGatedDeltaNet``, ``Qwen3NextGatedDeltaNet``: anything with
 ``A_log``, ``dt_bias``, ``conv1d``, ``norm``, ``out_proj`` and either projection layout). The new
-forward is the layer's own computation with three changes (seed 000 §3.3):
+forward is the layer's own computation with three changes (Arctic-SWE §3.3):
 
 * the decay ``g = -exp(A_log) * softplus(a + dt_bias)`` is computed in FP32 inside the kernel call
   (and ``A_log`` / ``dt_bias`` may themselves be FP32 under :func:`apply_precision_policy`);

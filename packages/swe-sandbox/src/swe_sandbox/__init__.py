@@ -1,6 +1,6 @@
 """Isolated SWE task environments (Docker and namespace backends), the agent tools and unspoofable grading.
 
-Implements issue #8 / DESIGN.md §3 "swe-sandbox": `TaskSpec` and dataset loaders, the
+Task isolation for Arctic-SWE §5 (sandbox isolation, evaluation-hacking prevention): `TaskSpec` and dataset loaders, the
 `DockerBackend` and `NamespaceBackend`, `Sandbox` (tools + grader), `SandboxPool` (asyncio).
 """
 

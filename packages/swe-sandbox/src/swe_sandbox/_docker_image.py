@@ -1,5 +1,5 @@
 """Docker images built locally (no registry): the base image from the cached rootfs, and
-per-task layers holding the prepared repository (issue #8, "images are built locally")."""
+per-task layers holding the prepared repository (images are built locally: there may be no registry)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Typed errors: every failure a caller can act on has its own class (issue #8, "Bad input")."""
+"""Typed errors: every failure a caller can act on has its own class."""
 
 from __future__ import annotations
 

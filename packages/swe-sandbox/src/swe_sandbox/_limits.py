@@ -1,4 +1,4 @@
-"""Resource limits shared by both backends (issue #8: CPU / memory / pids / disk / wall time)."""
+"""Resource limits shared by both backends (CPU / memory / pids / disk / wall time)."""
 
 from __future__ import annotations
 

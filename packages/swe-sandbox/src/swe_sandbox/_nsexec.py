@@ -2,7 +2,7 @@
 
 Why: entering a sandbox from outside costs three process starts per command (a shell joining
 the cgroups, ``nsenter`` entering the namespaces and dropping privileges, ``bash``), ~5x the
-raw ``nsenter … true`` floor (issue #8, "exec round trip ≤ 1.5x raw"). The init is already
+raw ``nsenter … true`` floor (the target: an exec round trip within 1.5x raw). The init is already
 inside every namespace, the chroot and the cgroups, so it spawns commands itself: one
 ``fork`` + ``exec bash -c`` per command.
 

@@ -8,8 +8,8 @@ from collections import deque
 class BoundedOutput:
     """Accumulates bytes up to `limit`: the first 3/4 as a head, the last 1/4 as a tail.
 
-    Memory stays O(limit) however much a command prints (issue #8: "10 MB of output is
-    truncated, not buffered whole"); the text says how much was dropped.
+    Memory stays O(limit) however much a command prints (10 MB of output is
+    truncated, not buffered whole); the text says how much was dropped.
     """
 
     def __init__(self, limit: int) -> None:

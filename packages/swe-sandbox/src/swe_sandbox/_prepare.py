@@ -1,4 +1,4 @@
-"""Host-side preparation of the tree the agent sees (issue #8, "Preparation").
+"""Host-side preparation of the tree the agent sees (Arctic-SWE §5: prune git history, withhold the graded tests).
 
 The agent's repository is rebuilt from scratch: a fresh ``git init`` that *fetches only the
 base commit* from the source, so no object newer than the base exists in it — nothing for

@@ -1,4 +1,4 @@
-"""Per-test outcomes, the grade record, and the reward contract (issue #8, "Grading")."""
+"""Per-test outcomes, the grade record, and the reward contract (ARCHITECTURE.md §4, step 5)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The base root filesystem: a debootstrapped Debian with python3, git and pytest.
 
-Built once per machine and cached by the content hash of its recipe (issue #8, Docker backend:
+Built once per machine and cached by the content hash of its recipe (Docker backend:
 "a base image from a Debian root filesystem (debootstrap, mirror taken from the machine's apt
 configuration or a flag), cached by content hash"). The namespace backend uses the directory
 itself as its read-only root; the Docker backend imports it as ``swe-sandbox-base:<hash>``.

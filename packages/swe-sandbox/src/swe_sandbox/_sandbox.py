@@ -1,4 +1,4 @@
-"""`Sandbox`: one isolated task environment, its agent tools and its grader (issue #8).
+"""`Sandbox`: one isolated task environment, its agent tools and its grader.
 
 Life cycle: `Sandbox.create(task, backend)` starts a backend session (network off, limits on)
 and loads the prepared repository (pruned history, withheld tests). The agent then calls

@@ -1,6 +1,6 @@
 """`TaskSpec`, where a task's repository comes from, and loaders for public dataset rows.
 
-Implements issue #8 "Deliver / TaskSpec" and DESIGN.md §3 swe-sandbox: a task is a repository
+The task specification (ARCHITECTURE.md §3, swe-sandbox): a task is a repository
 at a base commit plus a problem statement, a gold patch, the test patch whose files are graded,
 the FAIL_TO_PASS / PASS_TO_PASS lists and the test command; the reward contract lives in
 `swe_sandbox._results.reward_contract`.

@@ -1,5 +1,5 @@
 """Tokenizer and chat template: byte-level BPE trained on the deck corpus with Qwen3.5's special
-tokens, and a chat template in Qwen3.5's shape (DESIGN.md §4, embedded topology)."""
+tokens, and a chat template in Qwen3.5's shape (ARCHITECTURE.md §4, embedded topology)."""
 
 from arctic_swe.chat._errors import ChatError, TokenizerLoadError
 from arctic_swe.chat._template import (

@@ -1,4 +1,5 @@
-"""The chat template, in Qwen3.5's shape (Qwen3-Coder tool format, DESIGN.md §3 swe-formatcheck).
+"""The chat template, in Qwen3.5's shape (Qwen3-Coder tool format,
+ARCHITECTURE.md §3 swe-formatcheck).
 
 The conversation is ``<|im_start|>ROLE\\n…<|im_end|>\\n`` blocks: a system block carrying the
 tool specifications inside ``<tools>…</tools>`` and the call-format instructions, the user's

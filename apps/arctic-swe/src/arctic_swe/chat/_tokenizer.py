@@ -1,4 +1,4 @@
-"""A byte-level BPE tokenizer trained locally on the deck corpus (DESIGN.md §4, embedded).
+"""A byte-level BPE tokenizer trained locally on the deck corpus (ARCHITECTURE.md §4, embedded).
 
 Nothing is downloaded: the vocabulary is learned with the ``tokenizers`` library from the text
 the policy will read and write (repositories, issues, system prompt, rendered tool calls), the

@@ -1,5 +1,5 @@
 """The embedded deck: procedurally generated Python repositories with one injected bug each,
-as swe-sandbox ``TaskSpec`` s, validated by swe-curate's Pipeline 1 (DESIGN.md §4)."""
+as swe-sandbox ``TaskSpec`` s, validated by swe-curate's Pipeline 1 (ARCHITECTURE.md §4)."""
 
 from arctic_swe.deck._deck import (
     SPLITS,

@@ -1,10 +1,11 @@
-"""The embedded deck: generate, write and load the three disjoint splits (DESIGN.md §4).
+"""The embedded deck: generate, write and load the three disjoint splits (ARCHITECTURE.md §4).
 
 * ``pool`` — the overfitting stress-test pool (160 tasks by default, as in the paper's
-  experiment one, seed 002 §4.1);
+  stress test, Arctic-SWE §3.1);
 * ``heldout`` — more tasks of the same family, never trained on;
-* ``warmstart`` — the scripted expert's split for the RFT warm start (seed 003), disjoint from
-  both, so the stress test starts from a policy that has never seen a pool task.
+* ``warmstart`` — the scripted expert's split for the warm start (rejection-sampled
+  fine-tuning before RL), disjoint from both, so the stress test starts from a policy that has never seen a
+  pool task.
 
 Task ``i`` of split ``s`` is drawn from its own ``random.Random(f"{seed}:{s}:{i}")`` stream
 (string seeds hash with SHA-512, stable across runs and platforms), so a deck is a pure

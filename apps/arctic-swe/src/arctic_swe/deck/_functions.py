@@ -7,9 +7,9 @@ constant off by some amount, ``min``/``max`` swapped). The edit is chosen so tha
 test case distinguishes it, which makes every task fail-to-pass by construction; Pipeline 1
 then checks that claim by execution.
 
-Why so narrow: the warm start (seed 003, RFT stage) must teach a ~1M-parameter policy on two CPU
-cores to fix tasks in minutes. The issue text therefore names the file, the function, the wrong
-line and the expected line, and the fix is a copy of those two lines — inferable, not guessable.
+Why so narrow: the warm start (rejection-sampled fine-tuning before RL) must teach a
+~1M-parameter policy on two CPU cores to fix tasks in minutes. The issue text therefore names
+the file, the function, the wrong line and the expected line, and the fix is a copy of those two lines — inferable, not guessable.
 """
 
 from __future__ import annotations

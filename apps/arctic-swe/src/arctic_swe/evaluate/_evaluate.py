@@ -2,7 +2,7 @@
 
 The stress test's curves are training-side figures — the batch reward falls as mastered tasks
 retire, the eviction-adjusted reward rises as they do (a retired task counts 1.0 whatever the
-policy later does; seed 002 §4.1 experiment five). The question a user asks of a run is the
+policy later does; Arctic-SWE §3.1 and "Scale Findings"). The question a user asks of a run is the
 plain one: does the trained policy solve more of the pool than the warm start? This module
 answers it the way the rollouts are generated in training — every task of the split ``samples``
 times at temperature 1 through the real engine, harness and sandboxes, graded with the gated

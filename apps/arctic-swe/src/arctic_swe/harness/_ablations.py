@@ -1,4 +1,4 @@
-"""The two harness ablations of the paper's gating study (seed 000 §3.2, seed 002 §4.2).
+"""The two harness ablations of the paper's gating study (Arctic-SWE §3.2).
 
 * **Lenient format** (``strict_format=False``): a turn swe-formatcheck rejects is still executed
   when a forgiving parser of the kind public stacks use can pull a call out of it — non-greedy

@@ -1,4 +1,4 @@
-"""Harness budgets and the system prompt (Mini-SWE-Agent-Plus shape; seed 000 §3.2)."""
+"""Harness budgets and the system prompt (Mini-SWE-Agent-Plus shape; Arctic-SWE §3.2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Many episodes at once: one engine, a sandbox pool, concurrent rollouts (DESIGN.md §4).
+"""Many episodes at once: one engine, a sandbox pool, concurrent rollouts (ARCHITECTURE.md §4).
 
 Each rollout is an asyncio task; the engine batches whatever turns are pending into one decode
 step (continuous batching), and the pool bounds how many sandboxes run at once, so generation of

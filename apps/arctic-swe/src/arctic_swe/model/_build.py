@@ -1,4 +1,4 @@
-"""Build a random-initialised policy with the trainer/engine numerics installed (seed 000 §3.3)."""
+"""Build a random-initialised policy with the trainer/engine numerics installed (Arctic-SWE §3.3)."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def install_numerics(
 
     With ``compute_dtype=torch.float32`` (CPU, the embedded topology) every weight stays FP32;
     with ``torch.bfloat16`` (GPU) the matmul weights become bf16 while ``A_log``, ``dt_bias``
-    and the norm gains stay FP32 masters (seed 000 §3.3).
+    and the norm gains stay FP32 masters (Arctic-SWE §3.3).
     """
     policy = PrecisionPolicy(
         compute_dtype=None if compute_dtype == torch.float32 else compute_dtype

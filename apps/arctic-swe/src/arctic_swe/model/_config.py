@@ -1,8 +1,8 @@
-"""The tiny Qwen3.5-architecture preset (DESIGN.md §4, embedded topology).
+"""The tiny Qwen3.5-architecture preset (ARCHITECTURE.md §4, embedded topology).
 
 The embedded stress test needs a model that has *both* Qwen3.5 token mixers (Gated DeltaNet and
 gated full attention, in the real 3:1 pattern) so every numerics and cache issue of the paper
-(seed 000 §3.3) exists in miniature, yet trains on two CPU cores in minutes. The vocabulary size
+(Arctic-SWE §3.3) exists in miniature, yet trains on two CPU cores in minutes. The vocabulary size
 is a parameter because the tokenizer is trained locally on the deck corpus.
 """
 
