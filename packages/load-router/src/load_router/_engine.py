@@ -1,7 +1,7 @@
 """The :class:`Engine` protocol: everything the router needs from an inference engine.
 
 Concrete engines (an in-process torch engine, a vLLM server behind HTTP) live in the application;
-this module only fixes the contract they must honour (DESIGN.md §3 "load-router", paper §3.3).
+this module only fixes the contract they must honour (Arctic-SWE §3.3).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class GenerateRequest:
     """One assistant turn to sample for one rollout of a leased group.
 
     ``prompt_ids`` is the rollout's *whole retained history* as token ids (never re-tokenised
-    text, DESIGN.md §5), so an engine that lost its cache can always re-prefill from it.
+    text), so an engine that lost its cache can always re-prefill from it.
     """
 
     rollout_index: int = attrs.field(validator=attrs.validators.ge(0))

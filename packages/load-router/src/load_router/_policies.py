@@ -167,7 +167,7 @@ class SessionHash:
     """Baseline: a stable hash of the group key pins it to one engine, ignoring load.
 
     This is the routing the paper replaced: it keeps prefix caches warm but lets one engine pile
-    up 186 concurrent requests while others hold 8 (seed 002 §4.3).
+    up 186 concurrent requests while others hold 8 (Arctic-SWE §3.3).
     """
 
     @property

@@ -1,6 +1,6 @@
 """The :class:`Router`: group leasing, resident caps, FIFO back-pressure, failure, drain, refresh.
 
-Paper §3.3 (seed 002 §4.3): each group goes whole to the engine with the fewest resident
+Arctic-SWE §3.3: each group goes whole to the engine with the fewest resident
 rollouts, under a per-engine cap on resident sequences; when every engine is full, callers wait
 in FIFO order. The weight-refresh protocol pauses admission, refreshes all engines concurrently
 (each invalidates its caches and re-prefills resident sequences) and resumes.

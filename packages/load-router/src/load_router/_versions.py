@@ -1,6 +1,6 @@
 """Policy-version bookkeeping: which weights produced each token, and how stale a group is.
 
-Paper §3.3 / seed 002 §4.3: in fully asynchronous RL a rollout can span several weight refreshes,
+Arctic-SWE §3.3: in fully asynchronous RL a rollout can span several weight refreshes,
 so every generated token carries the version it was sampled under. When the trainer consumes a
 group at version ``v``, the group's **lag** is ``v - (oldest token version in the group)``; groups
 whose lag exceeds ``max_off_policy`` (default 4) are dropped and counted per update, never

@@ -1,4 +1,4 @@
-"""The run directory: layout, writability check and the saved config (DESIGN.md §4).
+"""The run directory: layout, writability check and the saved config (ARCHITECTURE.md §4).
 
 Layout::
 

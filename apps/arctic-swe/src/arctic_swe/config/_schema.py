@@ -1,7 +1,7 @@
-"""The run configuration: one frozen attrs class per TOML section (DESIGN.md §4).
+"""The run configuration: one frozen attrs class per TOML section (ARCHITECTURE.md §4).
 
 Defaults are the ``tiny`` preset (the embedded overfitting stress test on 2 CPU cores); the
-``paper`` preset restores the paper's sizes (160 tasks, 32 groups x 5 rollouts, seed 002 §4.1).
+``paper`` preset restores the paper's sizes (160 tasks, 32 groups x 5 rollouts, Arctic-SWE §3.1).
 Every field is a plain ``int``/``float``/``bool``/``str`` so that TOML files and ``--set``
 overrides map onto it one to one; cross-field constraints live in :func:`validate`.
 """
@@ -21,7 +21,7 @@ class RunSection:
 
     seed: int = 0
     updates: int = 36  # optimizer steps of the stress test (fits 15 min on 2 cores; README)
-    max_off_policy: int = 4  # groups older than this many versions are dropped (seed 000 §3.3)
+    max_off_policy: int = 4  # groups older than this many versions are dropped (Arctic-SWE §3.3)
     checkpoint_every: int = 1  # updates between atomic checkpoints
     keep_checkpoints: int = 2  # newest checkpoints kept on disk (the rest are pruned)
     max_group_retries: int = 2  # re-leases of a group whose engine failed
@@ -30,10 +30,10 @@ class RunSection:
 
 @attrs.frozen
 class DeckSection:
-    """The task pool and eviction (deck-evictor; seed 000 §3.3)."""
+    """The task pool and eviction (deck-evictor; Arctic-SWE §3.3)."""
 
     pool_size: int = 16
-    # n = 8 rollouts per group, the paper's training setup (seed 000 §5): at 4, all-correct
+    # n = 8 rollouts per group, the paper's training setup (Arctic-SWE §5): at 4, all-correct
     # groups (eviction) and all-zero ones (no gradient) come by luck too often on a 16-task
     # pool (README, stress-test runs); 2 x 8 keeps 16 rollouts per update.
     groups_per_update: int = 2
@@ -46,7 +46,7 @@ class DeckSection:
 
 @attrs.frozen
 class EngineSection:
-    """Inference engines and routing (load-router; seed 000 §3.3)."""
+    """Inference engines and routing (load-router; Arctic-SWE §3.3)."""
 
     # One engine on 2 CPU cores: two would contend for the same cores and the GIL (measured
     # 1.30x the generation throughput with one); routing ablations set engines >= 2.
@@ -73,7 +73,7 @@ class HarnessSection:
 
 @attrs.frozen
 class TrainerSection:
-    """The optimizer and the objective (cispo-loss; seed 000 §5)."""
+    """The optimizer and the objective (cispo-loss; Arctic-SWE §5)."""
 
     lr: float = 1e-4  # constant learning rate (tiny: 3e-4 degraded the pool, see README)
     beta1: float = 0.9

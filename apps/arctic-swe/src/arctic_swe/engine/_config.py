@@ -62,7 +62,7 @@ class EngineConfig:
 
 @dataclass(frozen=True)
 class Generation:
-    """One sampled turn with everything the trainer needs (DESIGN.md §5).
+    """One sampled turn with everything the trainer needs (ARCHITECTURE.md §5).
 
     ``token_ids``, ``logprobs`` (log π_rollout of each sampled token under the full-vocabulary
     temperature-1 distribution) and ``versions`` (the policy version each token was sampled

@@ -38,7 +38,7 @@ class _Command:
 
 
 class TorchEngine:
-    """Continuous-batching inference engine for a Qwen3.5 hybrid policy (DESIGN.md §4).
+    """Continuous-batching inference engine for a Qwen3.5 hybrid policy (ARCHITECTURE.md §4).
 
     Implements :class:`load_router.Engine`. ``model`` is used in place (the engine owns its
     weights from now on: a refresh overwrites them); it must be a Qwen3.5 causal LM such as

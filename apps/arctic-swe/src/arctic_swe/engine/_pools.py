@@ -2,7 +2,7 @@
 
 Each Gated DeltaNet layer keeps, per slot, the last ``K - 1`` inputs of its short causal
 convolution (``conv [S, C, K-1]``, model dtype) and the recurrent state
-(``recurrent [S, HV, Dk, Dv]``, held in FP32, seed 000 §3.3 — ``state_dtype=torch.bfloat16``
+(``recurrent [S, HV, Dk, Dv]``, held in FP32, Arctic-SWE §3.3 — ``state_dtype=torch.bfloat16``
 is the paper's ablation: every stored state is rounded to bf16, as in an engine whose state
 cache uses the model dtype); each full-attention layer keeps
 keys and values (``[S, H_kv, L, D]``), grown by doubling as sequences get longer. A slot is just

@@ -1,7 +1,7 @@
 """Full-vocabulary sampling at temperature 1.0, one RNG stream per sequence.
 
 Training rollouts must be drawn from π itself: top-k / top-p / min-p truncate the distribution
-and make the recorded log-prob disagree with the trainer's (seed 000 §3.3), so there is no such
+and make the recorded log-prob disagree with the trainer's (Arctic-SWE §3.3), so there is no such
 option here. Each sequence owns a ``torch.Generator``; a token is the Gumbel-max of the log-probs
 (an exact sample of the categorical), so what a sequence samples depends only on its own seed
 and logits — never on which other sequences happen to share the batch.

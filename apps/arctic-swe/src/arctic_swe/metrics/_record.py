@@ -1,4 +1,4 @@
-"""The per-update metrics record and its JSON-lines log (issue #11 "Metrics").
+"""The per-update metrics record and its JSON-lines log (ARCHITECTURE.md §4, step 8).
 
 One line per optimizer step. The log is append-only; on resume it is cut back to the cursor the
 checkpoint saved (:meth:`MetricsLog.truncate`), so a crash between a log write and the next

@@ -12,7 +12,7 @@ from arctic_swe.metrics._record import UpdateMetrics
 
 @dataclass(frozen=True)
 class RunSummary:
-    """Headline figures of a run (issue #11 "Performance").
+    """Headline figures of a run.
 
     ``first_window``/``final_window``/``peak_window``: mean **pool** reward over the first, the
     last and the best window of ``window`` consecutive updates (20 % of the run, at least 1).

@@ -1,4 +1,4 @@
-"""Groups -> training samples (DESIGN.md §4 step 5): group-centred advantages, no std division."""
+"""Groups -> training samples (ARCHITECTURE.md §4 step 5): group-centred advantages, no std division."""
 
 from __future__ import annotations
 

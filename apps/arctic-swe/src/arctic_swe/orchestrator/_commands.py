@@ -1,4 +1,4 @@
-"""``arctic-swe overfit`` and ``arctic-swe compare`` (issue #11).
+"""``arctic-swe overfit`` and ``arctic-swe compare``.
 
 Registered into the main parser by :func:`register`; each sub-command stores its handler as
 ``args.handler`` so ``arctic_swe._cli.main`` dispatches with one line.

@@ -1,10 +1,10 @@
-"""One group = ``n`` rollouts of one task on one leased engine (DESIGN.md §4 steps 2-5).
+"""One group = ``n`` rollouts of one task on one leased engine (ARCHITECTURE.md §4 steps 2-5).
 
 The router leases the group onto the least-loaded engine (all rollouts share its prefix cache);
 each rollout takes a sandbox from the pool and runs the harness; every turn goes through the
 lease so the router records the policy version of each token and pauses turns during a refresh.
 
-Failure policy (issue #11): a rollout whose sandbox dies (any ``SandboxError``) is dropped and
+Failure policy: a rollout whose sandbox dies (any ``SandboxError``) is dropped and
 counted, the others continue; if the engine fails (``RetryableError`` from the router: engine
 down or drained) the whole group is re-leased and rerun, up to ``max_retries`` times.
 """

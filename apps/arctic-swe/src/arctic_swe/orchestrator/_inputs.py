@@ -1,6 +1,6 @@
 """Build or reuse the stress test's inputs: the deck (+ tokenizer) and the warm-start policy.
 
-Both are delegated to issue #10's builders (``arctic_swe.deck``, ``arctic_swe.warmstart``);
+Both are delegated to the app's builders (``arctic_swe.deck``, ``arctic_swe.warmstart``);
 an existing directory is reused as is, so repeated runs (and ``compare`` ablations) share one
 deck and one warm start.
 """

@@ -1,4 +1,4 @@
-"""The asynchronous RL loop (DESIGN.md §4; seed 000 §3.3 "fully asynchronous").
+"""The asynchronous RL loop (ARCHITECTURE.md §4; Arctic-SWE §3.3 "fully asynchronous").
 
 Two batches are always in flight (``run.lookahead_batches = 1``; 0 is the synchronous baseline): while the trainer takes step ``k`` on a worker thread, the
 engines keep generating the groups of batch ``k+1`` on the event loop (tools and grading run in

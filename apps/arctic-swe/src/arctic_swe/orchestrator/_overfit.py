@@ -1,4 +1,4 @@
-"""``run_overfit``: the stress test end to end (issue #11 "Main command").
+"""``run_overfit``: the stress test end to end (Arctic-SWE §3.1).
 
 Order matters for the bad-input contract: the configuration and the run directory are checked
 first (a clear error, nothing written elsewhere), then the deck and the warm-start policy are

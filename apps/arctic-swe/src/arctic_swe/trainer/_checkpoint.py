@@ -1,4 +1,4 @@
-"""Atomic, exactly-resumable checkpoints (issue #11).
+"""Atomic, exactly-resumable checkpoints.
 
 One checkpoint is a directory ``checkpoints/step-N/``::
 

@@ -2,7 +2,7 @@
 
 ``arctic_swe.model.build_policy`` applies hybrid-numerics' *default* precision policy, whose
 compute dtype is bf16; an optimizer must own FP32 master weights, and on CPU the whole forward
-is FP32 (issue #11). So the trainer (and the engines it feeds) build the stock model and apply
+is FP32. So the trainer (and the engines it feeds) build the stock model and apply
 the policy with ``compute_dtype=None`` — every parameter FP32 — then patch the Gated DeltaNet
 kernels. On GPU the forward runs under bf16 autocast while ``A_log``/``dt_bias``/norms and the
 recurrent state stay FP32 (the policy's patterns). ``fp32_state=False`` is the paper's

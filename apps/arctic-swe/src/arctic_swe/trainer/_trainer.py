@@ -1,6 +1,6 @@
 """The trainer: recompute log-probs with the engine's numerics, CISPO + IcePop, AdamW.
 
-Seed 000 §3.3-§5: the trainer scores the rollout tokens with the same model code the engine
+Arctic-SWE §3.3-§5: the trainer scores the rollout tokens with the same model code the engine
 samples with (hybrid-numerics kernels, FP32 recurrent state, the chunked LM-head log-probs of
 cispo-loss), so the importance weight ω measures only the real rollout-trainer mismatch. The
 objective is CISPO with IcePop masking on ``[0, 2]``, token mean over the *global* batch (the

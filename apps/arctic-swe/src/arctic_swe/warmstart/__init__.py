@@ -1,4 +1,4 @@
-"""The warm start (RFT stage of seed 003): a scripted expert that solves deck tasks through the
+"""The warm start (the RFT stage before RL): a scripted expert that solves deck tasks through the
 harness's tools and chat format, and supervised fine-tuning on its trajectories."""
 
 from arctic_swe.warmstart._corpus import deck_corpus, task_corpus

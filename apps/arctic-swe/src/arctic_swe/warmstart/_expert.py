@@ -1,4 +1,4 @@
-"""The scripted expert (the RFT stage of seed 003's RFT+DAPO recipe).
+"""The scripted expert (the RFT stage of RFT-then-RL recipes).
 
 It solves a deck task through the same tools and the same chat format as the policy: open the
 file the issue names, replace the wrong line with the expected one (the gold hunk), run the

@@ -1,4 +1,4 @@
-"""Supervised fine-tuning on expert trajectories (the RFT warm start of seed 003).
+"""Supervised fine-tuning on expert trajectories (the RFT warm start).
 
 The loss is the mean next-token cross-entropy over **assistant tokens only** (the trajectory's
 ``loss_mask``): the model learns to write turns, never to predict the system prompt, the issue or
