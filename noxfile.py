@@ -11,6 +11,7 @@ tree, holds none of the packages ARCHITECTURE.md §2 forbids for it, and passes 
 from __future__ import annotations
 
 import json
+import tarfile
 import tomllib
 import zipfile
 from pathlib import Path
@@ -120,14 +121,27 @@ def lint(session: nox.Session) -> None:
 @nox.session(venv_backend="none")
 @nox.parametrize("package", list(MEMBERS))
 def build(session: nox.Session, package: str) -> None:
-    """Build the member's sdist and wheel into dist/ and check the wheel ships py.typed."""
+    """Build the member's sdist and wheel into dist/; the wheel ships py.typed and LICENSE, the
+    sdist README, CHANGELOG and LICENSE."""
     session.run(
         "uv", "build", f"--package={package}", "--out-dir", str(ROOT / "dist"), external=True
     )
-    wheel = max((ROOT / "dist").glob(f"{_module(package)}-*.whl"), key=lambda p: p.stat().st_mtime)
+    module = _module(package)
+    wheel = max((ROOT / "dist").glob(f"{module}-*.whl"), key=lambda p: p.stat().st_mtime)
     names = zipfile.ZipFile(wheel).namelist()
-    if f"{_module(package)}/py.typed" not in names:
-        session.error(f"{wheel.name} does not ship py.typed")
+    for needed in (
+        f"{module}/py.typed",
+        f"{wheel.name.rsplit('-', 3)[0]}.dist-info/licenses/LICENSE",
+    ):
+        if needed not in names:
+            session.error(f"{wheel.name} does not ship {needed}")
+    sdist = max((ROOT / "dist").glob(f"{module}-*.tar.gz"), key=lambda p: p.stat().st_mtime)
+    top = sdist.name.removesuffix(".tar.gz")
+    with tarfile.open(sdist) as archive:
+        members = set(archive.getnames())
+    missing = [f for f in ("README.md", "CHANGELOG.md", "LICENSE") if f"{top}/{f}" not in members]
+    if missing:
+        session.error(f"{sdist.name} does not carry {', '.join(missing)}")
 
 
 @nox.session
