@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from swe_sandbox import NamespaceBackend, TaskSpec
-from swe_sandbox._cli import main, task_from_json, task_to_json
+from swe_sandbox._cli import build_parser, main, task_from_json, task_to_json
 
 
 def task_file(task: TaskSpec, path: Path, **changes: object) -> Path:
@@ -86,3 +87,183 @@ def test_help_runs_as_a_module() -> None:
         check=True,
     )
     assert "build-base" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["image", "build-base", "--mirror", "http://mirror.example/debian", "--suite", "trixie"],
+        ["--mirror", "http://mirror.example/debian", "--suite", "trixie", "image", "build-base"],
+        [
+            "--mirror",
+            "http://other.example/",
+            "image",
+            "build-base",
+            "--mirror",
+            "http://mirror.example/debian",
+            "--suite",
+            "trixie",
+        ],
+    ],
+    ids=["after", "before", "after-overrides-before"],
+)
+def test_mirror_and_suite_are_accepted_before_or_after_the_sub_command(argv: list[str]) -> None:
+    args = build_parser().parse_args(argv)
+    assert (args.mirror, args.suite) == ("http://mirror.example/debian", "trixie")
+
+
+def test_defaults_survive_sub_commands_that_do_not_repeat_them() -> None:
+    args = build_parser().parse_args(["janitor"])
+    assert (args.mirror, args.suite) == (None, "bookworm")
+
+
+def test_build_base_as_the_readme_writes_it(
+    rootfs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The mirror is not part of the recipe hash, so the cached rootfs answers without a download.
+    code, built = run_cli(
+        capsys, "image", "build-base", "--mirror", "http://deb.debian.org/debian", "--no-docker"
+    )
+    assert code == 0
+    assert built["rootfs"] == str(rootfs)
+
+
+def _write(tmp: Path, name: str, text: str) -> str:
+    (tmp / name).write_text(text)
+    return str(tmp / name)
+
+
+def _good_spec(tmp: Path, **changes: object) -> dict[str, object]:
+    spec: dict[str, object] = {
+        "instance_id": "toy-1",
+        "repo": {"kind": "directory", "location": str(tmp)},
+        "test_command": "python -m pytest",
+    }
+    return {**spec, **changes}
+
+
+#: (id, argv builder, expected exit code, what the one-line message must name)
+BAD_INPUTS = [
+    ("missing file", lambda t: ["grade", str(t / "nope.json")], 1, "nope.json"),
+    ("not JSON", lambda t: ["grade", _write(t, "a.json", "not json")], 1, "not JSON"),
+    (
+        "partial file",
+        lambda t: ["grade", _write(t, "p.json", '{"instance_id": "x", "re')],
+        1,
+        "not JSON",
+    ),
+    ("JSON list", lambda t: ["grade", _write(t, "l.json", "[1, 2]")], 1, "JSON object"),
+    (
+        "missing field",
+        lambda t: [
+            "grade",
+            _write(t, "m.json", json.dumps({"repo": {"kind": "directory", "location": "."}})),
+        ],
+        1,
+        "instance_id",
+    ),
+    (
+        "unknown field",
+        lambda t: ["grade", _write(t, "u.json", json.dumps(_good_spec(t, timeout=3)))],
+        1,
+        "timeout",
+    ),
+    (
+        "invalid number",
+        lambda t: [
+            "grade",
+            _write(
+                t,
+                "n.json",
+                json.dumps(
+                    _good_spec(
+                        t, repo={"kind": "tarball", "location": "a.tgz", "strip_components": -1}
+                    )
+                ),
+            ),
+        ],
+        1,
+        "strip_components",
+    ),
+    (
+        "mistyped list",
+        lambda t: ["grade", _write(t, "f.json", json.dumps(_good_spec(t, fail_to_pass="t::a")))],
+        1,
+        "fail_to_pass",
+    ),
+    (
+        "bad repo kind",
+        lambda t: [
+            "image",
+            "build",
+            _write(t, "k.json", json.dumps(_good_spec(t, repo={"kind": "svn", "location": "."}))),
+        ],
+        1,
+        "repo.kind",
+    ),
+    (
+        "malformed dataset row",
+        lambda t: [
+            "grade",
+            "--format",
+            "swebench",
+            _write(t, "r.json", json.dumps({"instance_id": "x"})),
+        ],
+        1,
+        "lacks fields",
+    ),
+    (
+        "missing patch file",
+        lambda t: [
+            "grade",
+            _write(t, "g.json", json.dumps(_good_spec(t))),
+            "--patch",
+            str(t / "none.diff"),
+        ],
+        1,
+        "none.diff",
+    ),
+    (
+        "unwritable cache",
+        lambda t: ["image", "build-base", "--no-docker", "--suite", "sid"],
+        1,
+        "/proc/",
+    ),
+    (
+        "bad mirror URL",
+        lambda t: ["image", "build-base", "--mirror", "deb.debian.org"],
+        2,
+        "--mirror",
+    ),
+    ("bad suite", lambda t: ["janitor", "--suite", "bad suite"], 2, "--suite"),
+    ("unknown backend", lambda t: ["janitor", "--backend", "podman"], 2, "--backend"),
+    ("no sub-command", lambda t: [], 2, "required"),
+]
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "names"), [b[1:] for b in BAD_INPUTS], ids=[b[0] for b in BAD_INPUTS]
+)
+def test_bad_input_is_one_line_and_a_non_zero_exit(
+    tmp_path: Path, argv: object, code: int, names: str
+) -> None:
+    assert callable(argv)
+    env = {**os.environ, "SWE_SANDBOX_CACHE": "/proc/swe-sandbox-cache"}  # never writable
+    done = subprocess.run(
+        [sys.executable, "-m", "swe_sandbox._cli", *argv(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
+    assert done.returncode == code, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stdout + done.stderr
+    if code == 1:  # a typed error: exactly one JSON line on stdout, nothing on stderr
+        lines = done.stdout.splitlines()
+        assert len(lines) == 1, done.stdout
+        error = json.loads(lines[0])
+        assert names in error["message"], error
+        assert error["error"].endswith("Error")
+        assert done.stderr == ""
+    else:  # an argparse usage error: the last stderr line names the option
+        assert names in done.stderr.splitlines()[-1]

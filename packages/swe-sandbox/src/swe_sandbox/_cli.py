@@ -1,9 +1,12 @@
 """``swe-sandbox`` command line: build images, reap orphans, grade a task file.
 
-swe-sandbox image build-base [--mirror URL] [--suite bookworm]
+swe-sandbox image build-base [--mirror URL] [--suite bookworm] [--no-docker]
 swe-sandbox image build TASK.json [--format spec|swebench|swerebench|r2egym]
 swe-sandbox janitor [--backend docker|namespace]
 swe-sandbox grade TASK.json [--backend ...] [--patch gold|none|FILE]
+
+--suite and --mirror may be given before or after the sub-command. Each command prints one JSON
+object; an error prints {"error": CLASS, "message": ...} on one line and exits 1.
 """
 
 from __future__ import annotations
@@ -15,57 +18,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import attrs
-
 from swe_sandbox._backend import Backend
-from swe_sandbox._errors import SandboxError
+from swe_sandbox._errors import PatchApplyError, SandboxError
 from swe_sandbox._rootfs import DEFAULT_PACKAGES, BaseImageSpec
-from swe_sandbox._task import (
-    RepoKind,
-    RepoSource,
-    TaskSpec,
-    task_from_r2egym_row,
-    task_from_swebench_row,
-    task_from_swerebench_row,
-)
+from swe_sandbox._task import TaskSpec
+from swe_sandbox._taskfile import FORMATS, load_task_file, task_from_json, task_to_json
 
-
-def task_to_json(task: TaskSpec) -> dict[str, Any]:
-    """The ``spec`` JSON form of `task` (inverse of `task_from_json`)."""
-    data = attrs.asdict(task, recurse=False)
-    data["repo"] = {
-        "kind": task.repo.kind.value,
-        "location": task.repo.location,
-        "path_in_image": task.repo.path_in_image,
-        "strip_components": task.repo.strip_components,
-    }
-    for key, value in data.items():
-        if isinstance(value, tuple):
-            data[key] = list(value)
-    data["runner_files"] = dict(task.runner_files)
-    return data
-
-
-def task_from_json(data: dict[str, Any], fmt: str = "spec") -> TaskSpec:
-    """A task from a JSON object: our own field names (``spec``) or a dataset row."""
-    if fmt == "swebench":
-        return task_from_swebench_row(data)
-    if fmt == "swerebench":
-        return task_from_swerebench_row(data)
-    if fmt == "r2egym":
-        return task_from_r2egym_row(data)
-    fields = dict(data)
-    repo = fields.pop("repo")
-    fields["repo"] = RepoSource(
-        kind=RepoKind(repo["kind"]),
-        location=repo["location"],
-        path_in_image=repo.get("path_in_image", "/testbed"),
-        strip_components=repo.get("strip_components", 0),
-    )
-    for key in ("fail_to_pass", "pass_to_pass", "graded_files", "setup_commands"):
-        if key in fields:
-            fields[key] = tuple(fields[key])
-    return TaskSpec(**fields)
+__all__ = ["build_parser", "main", "task_from_json", "task_to_json"]
 
 
 def _base_spec(args: argparse.Namespace) -> BaseImageSpec:
@@ -83,7 +42,19 @@ def _backend(name: str, spec: BaseImageSpec) -> Backend:
 
 
 def _load_task(args: argparse.Namespace) -> TaskSpec:
-    return task_from_json(json.loads(Path(args.task).read_text()), args.format)
+    return load_task_file(args.task, args.format)
+
+
+def _read_patch(choice: str, task: TaskSpec) -> str | None:
+    if choice == "gold":
+        return task.gold_patch
+    if choice == "none":
+        return None
+    try:
+        return Path(choice).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise PatchApplyError(f"--patch {choice}: cannot read the patch file: {why}") from exc
 
 
 def _run(args: argparse.Namespace) -> dict[str, Any]:
@@ -105,11 +76,10 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         from swe_sandbox._sandbox import Sandbox
 
         task = _load_task(args)
+        patch = _read_patch(args.patch, task)  # read before a sandbox exists: fail fast
         with Sandbox.create(task, _backend(args.backend, spec)) as sandbox:
-            if args.patch == "gold":
-                sandbox.apply_patch(task.gold_patch)
-            elif args.patch != "none":
-                sandbox.apply_patch(Path(args.patch).read_text())
+            if patch is not None:
+                sandbox.apply_patch(patch)
             result = sandbox.grade()
         return {
             "reward": result.reward,
@@ -119,44 +89,115 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     raise SandboxError(f"unknown command {args.command}")
 
 
+def _mirror_url(value: str) -> str:
+    if not value.startswith(("http://", "https://", "file:")):
+        raise argparse.ArgumentTypeError(f"{value!r} is not an http(s):// or file: URL")
+    return value
+
+
+def _suite_name(value: str) -> str:
+    if not value or not value.replace("-", "").isalnum():
+        raise argparse.ArgumentTypeError(f"{value!r} is not a Debian suite name")
+    return value
+
+
+def _add_base_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    """``--suite`` / ``--mirror``, accepted before the sub-command and after it.
+
+    Below the top level the defaults are suppressed, so an option given after the sub-command
+    overrides one given before it and an absent one leaves the top-level value alone.
+    """
+    parser.add_argument(
+        "--suite",
+        type=_suite_name,
+        default="bookworm" if top else argparse.SUPPRESS,
+        help="Debian suite of the base rootfs (default: bookworm)",
+    )
+    parser.add_argument(
+        "--mirror",
+        type=_mirror_url,
+        default=None if top else argparse.SUPPRESS,
+        help="Debian mirror URL (default: $SWE_SANDBOX_MIRROR, else this machine's apt sources)",
+    )
+
+
+def _add_task_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("task", help="JSON file: a TaskSpec object (task_to_json) or a dataset row")
+    parser.add_argument(
+        "--format",
+        default="spec",
+        choices=FORMATS,
+        help="how TASK.json is written: our own field names (spec, the default) or a "
+        "SWE-bench / SWE-rebench / R2E-Gym row",
+    )
+
+
+def _add_backend_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--backend",
+        default="namespace",
+        choices=["namespace", "docker"],
+        help="sandbox backend (default: namespace, daemon-less; docker needs an engine)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """The ``swe-sandbox`` argument parser (importing it loads no backend)."""
     parser = argparse.ArgumentParser(
         prog="swe-sandbox",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--suite", default="bookworm", help="Debian suite of the base rootfs")
-    parser.add_argument(
-        "--mirror", default=None, help="Debian mirror URL (default: this machine's apt sources)"
+    _add_base_options(parser, top=True)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    image = commands.add_parser("image", help="build images locally (there is no registry)")
+    image_commands = image.add_subparsers(dest="image_command", required=True, metavar="WHAT")
+    base = image_commands.add_parser(
+        "build-base", help="debootstrap the base rootfs, then docker-import it"
     )
-    commands = parser.add_subparsers(dest="command", required=True)
-    image = commands.add_parser("image", help="build images locally")
-    image_commands = image.add_subparsers(dest="image_command", required=True)
-    base = image_commands.add_parser("build-base", help="debootstrap + docker import")
+    _add_base_options(base, top=False)
     base.add_argument("--no-docker", action="store_true", help="only build the rootfs")
-    for name, help_text in (("build", "build the per-task image"), ("grade", "grade a task")):
-        target = image_commands if name == "build" else commands
-        sub = target.add_parser(name, help=help_text)
-        sub.add_argument("task", help="JSON file: a TaskSpec object or a dataset row")
-        sub.add_argument(
-            "--format", default="spec", choices=["spec", "swebench", "swerebench", "r2egym"]
-        )
-        if name == "grade":
-            sub.add_argument("--backend", default="namespace", choices=["namespace", "docker"])
-            sub.add_argument("--patch", default="none", help="gold | none | PATCH_FILE")
+    build = image_commands.add_parser("build", help="build the per-task image")
+    _add_base_options(build, top=False)
+    _add_task_options(build)
+    grade = commands.add_parser("grade", help="grade a task: gold, empty or a patch file")
+    _add_base_options(grade, top=False)
+    _add_task_options(grade)
+    _add_backend_option(grade)
+    grade.add_argument(
+        "--patch",
+        default="none",
+        help="what to grade: gold (the task's fix), none (the untouched tree, the default) or "
+        "the path of a unified diff",
+    )
     janitor = commands.add_parser("janitor", help="reap sandboxes whose owner died")
-    janitor.add_argument("--backend", default="namespace", choices=["namespace", "docker"])
+    _add_base_options(janitor, top=False)
+    _add_backend_option(janitor)
     return parser
 
 
+def _fail(kind: str, message: str) -> int:
+    # One line, whatever the message holds (debootstrap output, a multi-line JSON error).
+    print(json.dumps({"error": kind, "message": " ".join(message.split())}))
+    return 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; prints one JSON object, exit 1 with the typed error on failure."""
+    """Entry point: prints one JSON object; on failure ``{"error": CLASS, "message": …}`` and
+    exit 1 (usage errors: exit 2; interrupted: exit 130)."""
     args = build_parser().parse_args(argv)
     try:
         print(json.dumps(_run(args)))
     except SandboxError as exc:
-        print(json.dumps({"error": type(exc).__name__, "message": str(exc)}))
-        return 1
+        return _fail(type(exc).__name__, str(exc))
+    except OSError as exc:
+        # Environment, not input: an unwritable cache directory, a full disk. Still one line.
+        where = f"{exc.filename}: " if exc.filename else ""
+        return _fail(type(exc).__name__, f"{where}{exc.strerror or exc}")
+    except KeyboardInterrupt:
+        # The sandbox context manager has already torn the sandbox down on the way out.
+        _fail("Interrupted", "interrupted; nothing to resume, run the command again")
+        return 130
     return 0
 
 
