@@ -40,18 +40,55 @@ def test_render_is_the_inverse_of_parse(old: str, new: str) -> None:
     assert apply_patch({"m.py": old}, render_patch(parse_patch(patch))) == {"m.py": new}
 
 
-@given(old=_text, new=_text, data=st.data())
+#: One edited region: the unchanged lines before it, then its old and its new lines.
+Region = tuple[list[str], list[str], list[str]]
+
+
+@st.composite
+def _edited_regions(draw: st.DrawFn) -> tuple[list[Region], list[str]]:
+    """2-4 edited regions and the trailing unchanged lines.
+
+    Regions are separated by 7-9 unchanged lines that occur nowhere else: more than the context
+    of two hunks (2 x 3), so the diff has exactly one hunk per region.
+    """
+    count = draw(st.integers(2, 4))
+    regions: list[Region] = []
+    for i in range(count):
+        gap = draw(st.integers(0, 4) if i == 0 else st.integers(7, 9))
+        before = draw(st.lists(_line, max_size=3))
+        after = draw(st.lists(_line, max_size=3))
+        if after == before:  # an edit must change something (no filter: nothing is rejected)
+            after = [*after, f"new{i}\n"]
+        regions.append(([f"ctx{i}.{j}\n" for j in range(gap)], before, after))
+    return regions, [f"tail{j}\n" for j in range(draw(st.integers(0, 4)))]
+
+
+def _join(regions: list[Region], tail: list[str], old_at: set[int]) -> str:
+    """The text with region ``i`` in its old form when ``i in old_at``, else in its new form."""
+    lines = [
+        line
+        for i, (context, before, after) in enumerate(regions)
+        for line in [*context, *(before if i in old_at else after)]
+    ]
+    return "".join([*lines, *tail])
+
+
+@given(edit=_edited_regions(), data=st.data())
 def test_dropping_a_hunk_still_applies_and_reverts_only_that_region(
-    old: str, new: str, data: st.DataObject
+    edit: tuple[list[Region], list[str]], data: st.DataObject
 ) -> None:
+    regions, tail = edit
+    old = _join(regions, tail, old_at=set(range(len(regions))))
+    new = _join(regions, tail, old_at=set())
     patch = make_patch({"m.py": old}, {"m.py": new})
-    if not patch or count_hunks(patch) < 2:
-        return
-    index = data.draw(st.integers(0, count_hunks(patch) - 1))
+    assert count_hunks(patch) == len(regions)
+    index = data.draw(st.integers(0, len(regions) - 1), label="dropped hunk")
     dropped = drop_hunk(patch, index)
+    assert count_hunks(dropped) == len(regions) - 1
     result = apply_patch({"m.py": old}, dropped)["m.py"]
-    assert count_hunks(dropped) == count_hunks(patch) - 1
-    assert result != new  # the dropped hunk changed something
+    # Every other region is edited; the dropped one alone keeps its old lines.
+    assert result == _join(regions, tail, old_at={index})
+    assert result != new
 
 
 def test_new_and_deleted_files() -> None:
