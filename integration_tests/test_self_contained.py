@@ -22,7 +22,9 @@ MEMBERS = sorted(
 FORBIDDEN = {
     "link outside the repository": re.compile(r"\.\./shared\b"),
     "design notes that do not ship": re.compile(r"\bDESIGN\.md\b"),
-    "working-note (seed) citation": re.compile(r"\bseeds?\W{0,4}0\d\d(?!\d)|\bseeds/", re.IGNORECASE),
+    "working-note (seed) citation": re.compile(
+        r"\bseeds?\W{0,4}0\d\d(?!\d)|\bseeds/", re.IGNORECASE
+    ),
     "working-note file name": re.compile(r"\b00\d_[0-9a-f]{16}\b"),
     "tracker issue number": re.compile(r"\bissues? #\d+", re.IGNORECASE),
 }
