@@ -131,10 +131,22 @@ def test_any_int_field_is_overridable_or_rejected_cleanly(
     assert failed_key.split(".")[0] in {"run", "deck", "engine", "harness", "trainer"}
 
 
-@given(st.text(max_size=12))
+#: Valid routing spellings (bare, padded, quoted) mixed in, so the accepting branch is exercised
+#: too: arbitrary text alone is almost always rejected.
+_ROUTING_VALUES = st.text(max_size=12) | st.sampled_from(
+    ["least_loaded", " least_loaded ", '"least_loaded"', "session_hash", "Least_Loaded"]
+)
+
+
+@given(_ROUTING_VALUES)
 def test_arbitrary_string_values_never_crash(raw: str) -> None:
     try:
-        config = apply_overrides(RunConfig(), [f"engine.routing={raw}"])
-    except RunConfigError:
-        return
-    assert config.engine.routing in {"least_loaded", "session_hash"}
+        routing = apply_overrides(RunConfig(), [f"engine.routing={raw}"]).engine.routing
+    except RunConfigError as exc:
+        routing, failed_key = None, exc.key
+    else:
+        failed_key = None
+    assert failed_key in {None, "engine.routing"}
+    assert routing in {None, "least_loaded", "session_hash"}
+    if raw.strip().strip('"') == "least_loaded":
+        assert routing == "least_loaded"
