@@ -267,3 +267,17 @@ def test_bad_input_is_one_line_and_a_non_zero_exit(
         assert done.stderr == ""
     else:  # an argparse usage error: the last stderr line names the option
         assert names in done.stderr.splitlines()[-1]
+
+
+def test_an_interrupt_is_one_line_and_exit_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Ctrl-C lands wherever the command is; `Sandbox`'s context manager has torn down by the time
+    # it reaches `main`, which only has to turn it into one line and the conventional status.
+    def interrupted(args: object) -> dict[str, object]:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("swe_sandbox._cli._run", interrupted)
+    code, error = run_cli(capsys, "janitor")
+    assert code == 130
+    assert error["error"] == "Interrupted"
