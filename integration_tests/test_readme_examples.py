@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -181,6 +182,23 @@ def test_uv_commands_select_an_environment_uv_can_resolve(block: Block) -> None:
 @pytest.mark.parametrize("block", _select(None))
 def test_readme_block_runs_as_written(block: Block, tmp_path: Path) -> None:
     _check(run_block(block, tmp_path, timeout=600), block)
+
+
+@pytest.mark.parametrize("block", [b for b in _select("slow") if b.values[0].language == "bash"])
+def test_slow_bash_blocks_parse_and_name_installed_programs(block: Block) -> None:
+    # The ordinary suite cannot afford to run them; it can still catch a typo or a renamed
+    # script the day it happens rather than at the next nightly run.
+    script = direct_command(block.code)
+    done = subprocess.run(["bash", "-n", "-c", script], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    for line in script.replace("\\\n", " ").splitlines():
+        words = [w for w in shlex.split(line, comments=True) if "=" not in w.split("/")[0]]
+        if not words:
+            continue
+        program = words[0]
+        assert shutil.which(program, path=_environment()["PATH"]), f"{block.id}: {program}"
+        if program == "python" and words[1].endswith(".py"):
+            assert (ROOT / words[1]).is_file(), f"{block.id}: {words[1]}"
 
 
 @pytest.mark.slow
