@@ -7,7 +7,14 @@ from __future__ import annotations
 
 import pytest
 
-from swe_sandbox import Backend, Sandbox, TaskSpec, TestOutcome
+from swe_sandbox import (
+    Backend,
+    EpisodeEndedError,
+    Sandbox,
+    TaskSpec,
+    TestOutcome,
+    grade_patch,
+)
 
 
 @pytest.mark.parametrize("task_name", ["toy_task", "six_task"])
@@ -42,9 +49,35 @@ def test_tools_edit_then_submit(backend: Backend, toy_task: TaskSpec) -> None:
         assert "return a + b" in observation
         assert "return a + b" in sandbox.diff()
         assert "test_add.py" not in sandbox.diff()
+        stored = sandbox.diff()
         result = sandbox.submit()
         assert sandbox.submitted
         assert result.reward == 1, result.reasons
-        # grading does not leave the graded tests behind for a continuing agent
-        assert "test_add.py" not in sandbox.execute_bash("ls tests").output
-        assert "Permission denied" in sandbox.execute_bash("ls /grader").output
+        assert result.patch == stored  # diff() is exactly what was graded
+        # the episode is over: every agent tool refuses with a typed error
+        with pytest.raises(EpisodeEndedError):
+            sandbox.execute_bash("ls tests")
+        with pytest.raises(EpisodeEndedError):
+            sandbox.edit_via_str_replace("calc/core.py", "a + b", "a - b")
+        with pytest.raises(EpisodeEndedError):
+            sandbox.submit()
+        # grading ran elsewhere: nothing of it is in this sandbox
+        assert "test_add.py" not in sandbox.run("ls tests").output
+        assert sandbox.run("ls -A /grader", user="root").output.strip() == ""
+        sandbox.reset(toy_task)  # reopens the episode
+        assert sandbox.execute_bash("true").ok
+    # a stored diff graded through the public API reproduces the reward
+    again = grade_patch(toy_task, stored, backend)
+    assert (again.reward, again.patch) == (1, stored)
+    assert grade_patch(toy_task, "", backend).reward == 0
+
+
+def test_sandbox_id_is_public_and_unique(backend: Backend, toy_task: TaskSpec) -> None:
+    with (
+        Sandbox.create(toy_task, backend) as one,
+        Sandbox.create(toy_task, backend) as two,
+    ):
+        assert one.id
+        assert two.id
+        assert one.id != two.id
+        assert one.id == one._live().sandbox_id

@@ -100,34 +100,36 @@ def test_hack_scores_zero(fresh: Sandbox, hack: str) -> None:
     assert result.reasons
 
 
-def test_deleting_a_graded_test_scores_zero_even_with_the_fix(
+def test_deleting_a_graded_test_is_dropped_from_the_patch(
     fresh: Sandbox, toy_task: TaskSpec
 ) -> None:
     fresh.apply_patch(toy_task.gold_patch)
     assert fresh.execute_bash("rm tests/test_core.py").ok
     result = fresh.grade()
-    assert result.reward == 0
-    assert "PASS_TO_PASS tests/test_core.py::test_sub: missing" in result.reasons
+    assert result.reward == 1, result.reasons  # graded on the task's test file, not the agent's
+    assert "tests/test_core.py: graded-test" in result.dropped
+    assert "test_core.py" not in result.patch
 
 
-def test_symlinked_test_directory_scores_zero(fresh: Sandbox, toy_task: TaskSpec) -> None:
-    fresh.apply_patch(toy_task.gold_patch)
+def test_symlinked_test_directory_is_dropped(fresh: Sandbox, toy_task: TaskSpec) -> None:
     planted = (
         "mkdir -p /tmp/fake && cp -r tests/. /tmp/fake/ && rm -rf tests && ln -s /tmp/fake tests"
     )
     assert fresh.execute_bash(planted).ok
+    assert fresh.grade().reward == 0  # no fix: still 0, and grading did not crash
+    fresh.apply_patch(toy_task.gold_patch)
     result = fresh.grade()
-    assert result.reward == 0
-    assert result.reasons[0].startswith("restore-refused")
+    assert result.reward == 1, result.reasons
+    assert "tests: graded-test-parent" in result.dropped
 
 
 def test_collection_error_fails_everything(fresh: Sandbox, toy_task: TaskSpec) -> None:
     fresh.apply_patch(toy_task.gold_patch)
-    write(fresh, "tests/test_extra.py", "def broken(:\n    pass\n")
+    write(fresh, "calc/__init__.py", "def broken(:\n    pass\n")
     result = fresh.grade()
     assert result.reward == 0
     assert any(r.startswith("collection-error") for r in result.reasons)
-    assert result.collection_errors == ("tests/test_extra.py",)
+    assert set(result.collection_errors) == {"tests/test_add.py", "tests/test_core.py"}
 
 
 def test_syntax_error_in_source_scores_zero(fresh: Sandbox) -> None:
@@ -138,23 +140,20 @@ def test_syntax_error_in_source_scores_zero(fresh: Sandbox) -> None:
 def test_graded_files_win_over_agent_edits_and_fix_still_counts(
     fresh: Sandbox, toy_task: TaskSpec
 ) -> None:
-    """Control: with the fix, agent-planted hacks are discarded and the honest result stands."""
+    """Control: with the fix, agent-planted hacks are dropped and the honest result stands."""
     fresh.apply_patch(toy_task.gold_patch)
     write(fresh, "tests/test_add.py", "def test_add_positive():\n    assert False\n")
     write(fresh, "conftest.py", SKIP_ALL)
     result = fresh.grade()
     assert result.reward == 1, result.reasons
-    assert fresh.read_file("conftest.py") == b"# repository conftest (base version)\n"
+    assert set(result.dropped) == {"tests/test_add.py: graded-test", "conftest.py: test-config"}
+    assert fresh.read_file("conftest.py") == SKIP_ALL.encode()  # the agent's tree is untouched
 
 
 def test_agent_cannot_reach_the_grader_directory(fresh: Sandbox) -> None:
-    fresh.grade()  # the grader directory now exists
-    for command in (
-        "touch /grader/x",
-        "mkdir -p /grader/plugin/x",
-        "ls /grader",
-        "echo x > /grader/plugin/swe_sandbox_report.py",
-    ):
+    fresh.grade()  # grading ran in a sandbox of its own: nothing appears here
+    assert fresh.execute_bash("ls -A /grader").output.strip() == ""
+    for command in ("touch /grader/x", "mkdir -p /grader/plugin/x"):
         assert not fresh.execute_bash(command).ok, command
 
 

@@ -10,6 +10,7 @@ from swe_sandbox._docker_image import build_task_image, ensure_base_image, task_
 from swe_sandbox._errors import (
     BackendUnavailableError,
     BaseCommitNotFoundError,
+    EpisodeEndedError,
     GradingError,
     ImageBuildError,
     PatchApplyError,
@@ -21,6 +22,7 @@ from swe_sandbox._errors import (
     TaskSpecError,
     TestCommandNotFoundError,
 )
+from swe_sandbox._grading import GradingPolicy, grade_patch
 from swe_sandbox._limits import Limits
 from swe_sandbox._namespace import NamespaceBackend
 from swe_sandbox._pool import AsyncSandbox, LatencyStats, SandboxPool
@@ -50,9 +52,11 @@ __all__ = [
     "BaseCommitNotFoundError",
     "BaseImageSpec",
     "DockerBackend",
+    "EpisodeEndedError",
     "ExecResult",
     "GradeResult",
     "GradingError",
+    "GradingPolicy",
     "ImageBuildError",
     "LatencyStats",
     "Limits",
@@ -77,6 +81,7 @@ __all__ = [
     "build_rootfs",
     "build_task_image",
     "ensure_base_image",
+    "grade_patch",
     "mirror_from_apt",
     "prepare_repo",
     "reward_contract",

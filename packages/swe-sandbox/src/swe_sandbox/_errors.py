@@ -51,3 +51,7 @@ class SandboxClosedError(SandboxError):
 
 class GradingError(SandboxError):
     """Grading could not run at all (distinct from a graded failure, which is reward 0)."""
+
+
+class EpisodeEndedError(SandboxError):
+    """An agent tool was called after `Sandbox.submit` ended the episode (reset to reuse)."""

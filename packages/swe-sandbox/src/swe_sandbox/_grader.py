@@ -1,10 +1,11 @@
-"""The out-of-reach test report: the pytest plugin we inject and the parser of what it writes.
+"""The out-of-band test report: the pytest plugin we inject and the parser of what it writes.
 
-Results never come from the runner's stdout (a conftest printing ``PASSED`` or echoing the
-log markers changes nothing). The plugin appends one JSON object per event to the file named
-by ``$SWE_SANDBOX_REPORT`` in ``/grader/<nonce>/`` — a directory that does not exist while the
-agent runs. The final ``finish`` record carries pytest's exit status, cross-checked against the
-exit code the runner returned.
+Results never come from the tests' output (a conftest printing ``PASSED`` or echoing the log
+markers changes nothing). The plugin writes one JSON object per event to its channel: in the
+isolated run (`swe_sandbox._runner`) a private descriptor the boot script hands it
+(`open_channel`), otherwise the file named by ``$SWE_SANDBOX_REPORT`` in ``/grader/<nonce>/``.
+The final ``finish`` record carries pytest's exit status, cross-checked against the exit code
+the runner returned.
 """
 
 from __future__ import annotations
@@ -27,6 +28,12 @@ import os
 _REPORT = None
 
 
+def open_channel(fd):
+    """Isolated run: report into the private descriptor the boot script kept."""
+    global _REPORT
+    _REPORT = os.fdopen(fd, "w", encoding="utf-8")
+
+
 def _emit(record):
     if _REPORT is not None:
         _REPORT.write(json.dumps(record) + "\\n")
@@ -35,10 +42,13 @@ def _emit(record):
 
 def pytest_configure(config):
     global _REPORT
-    # Pop the path so code under test, imported later, cannot find the report via the
+    if _REPORT is not None:
+        _emit({"event": "start"})
+        return
+    # Shell fallback. Pop the path so code under test, imported later, cannot find the report via the
     # environment (/grader and the report directory are not listable by the agent uid either).
     path = os.environ.pop("SWE_SANDBOX_REPORT", None)
-    if path and _REPORT is None:
+    if path:
         _REPORT = open(path, "a", encoding="utf-8")
         _emit({"event": "start"})
 

@@ -61,6 +61,10 @@ class GradeResult:
         report: every test id the report recorded -> outcome (graded or not); what curation
             uses to measure FAIL_TO_PASS / PASS_TO_PASS on buggy and gold trees.
         collection_errors: node ids that failed to collect.
+        patch: the patch that was graded (the policy-filtered agent diff, as `Sandbox.diff`).
+        dropped: ``"<path>: <rule>"`` for each file section the patch policy dropped.
+        flags: ``"<token> in <path>"`` for added lines naming test-framework internals or the
+            report channel (advisory unless the grading policy scores them 0).
     """
 
     reward: int
@@ -71,10 +75,18 @@ class GradeResult:
     duration_s: float = 0.0
     report: Mapping[str, TestOutcome] = attrs.field(factory=dict)
     collection_errors: tuple[str, ...] = ()
+    patch: str = ""
+    dropped: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()
 
     @property
     def resolved(self) -> bool:
         return self.reward == 1
+
+    @property
+    def reason_codes(self) -> tuple[str, ...]:
+        """The stable code of each reason (``patch-failed``, ``FAIL_TO_PASS``, ...)."""
+        return tuple(dict.fromkeys(r.split(":", 1)[0].split(" ", 1)[0] for r in self.reasons))
 
 
 def reward_contract(

@@ -2,10 +2,10 @@
 
 Life cycle: `Sandbox.create(task, backend)` starts a backend session (network off, limits on)
 and loads the prepared repository (pruned history, withheld tests). The agent then calls
-`execute_bash`, `edit_via_str_replace` and finally `submit`, which grades: kill every agent
-process, restore graded tests / runner files / protected runner configuration from the task
-(never from the agent's tree), run the test command as the agent uid with our report plugin,
-and apply the reward contract to the report found outside the agent's reach.
+`execute_bash`, `edit_via_str_replace` and finally `submit`, which ends the episode and grades
+the agent's *patch*, not this sandbox: every agent process is killed, the diff against the base
+is taken and filtered by the patch policy, and it is graded on a pristine tree in a fresh
+sandbox with an isolated runner (`swe_sandbox._grading`, `swe_sandbox._runner`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-import secrets
 import shlex
 import tarfile
 import time
@@ -25,6 +24,7 @@ import attrs
 
 from swe_sandbox._backend import GRADER_DIR, WORKDIR, Backend, BackendSession, User
 from swe_sandbox._errors import (
+    EpisodeEndedError,
     GradingError,
     PatchApplyError,
     PathEscapeError,
@@ -33,16 +33,24 @@ from swe_sandbox._errors import (
     StrReplaceError,
     TestCommandNotFoundError,
 )
-from swe_sandbox._grader import PLUGIN_MODULE, PLUGIN_SOURCE, parse_report
+from swe_sandbox._grading import AgentFaultError, GradingPolicy, agent_patch, grade_patch, zero
 from swe_sandbox._helpers import ESCAPE_EXIT, MISSING_EXIT, helper_command
 from swe_sandbox._limits import Limits
-from swe_sandbox._prepare import PROTECTED_NAMES, PreparedRepo, prepare_repo, safe_extract
-from swe_sandbox._results import ExecResult, GradeResult, TestOutcome, reward_contract
+from swe_sandbox._policy import filter_patch, graded_paths
+from swe_sandbox._prepare import PreparedRepo, prepare_repo, safe_extract
+from swe_sandbox._results import ExecResult, GradeResult
 from swe_sandbox._task import TaskSpec
 from swe_sandbox._tools import confine, snippet, str_replace
 
 #: Largest file the tools read or write through the exec channel.
 MAX_FILE_BYTES = 16 << 20
+#: Reset, as the agent uid: make every agent-owned directory readable again (mode-000 ones
+#: included), then delete everything in the writable mounts and the agent's IPC objects.
+_WIPE = (
+    'for d in /work /tmp /dev/shm; do chmod -R u+rwx "$d" 2>/dev/null;'
+    ' find "$d" -mindepth 1 -delete 2>/dev/null; done; ipcrm --all 2>/dev/null; true'
+)
+_LEFTOVERS = "find /work /tmp /dev/shm -mindepth 1 2>&1 | head -5"
 
 
 @attrs.define
@@ -83,10 +91,23 @@ class Sandbox:
     """One live sandbox. Thread-compatible, not thread-safe: drive it from one thread at a time
     (`AsyncSandbox` does this for asyncio code)."""
 
-    def __init__(self, session: BackendSession, limits: Limits, backend_name: str) -> None:
+    def __init__(
+        self,
+        session: BackendSession,
+        limits: Limits,
+        backend_name: str,
+        *,
+        backend: Backend | None = None,
+        image: str | None = None,
+        policy: GradingPolicy | None = None,
+    ) -> None:
         self._session: BackendSession | None = session
         self._limits = limits
         self.backend_name = backend_name
+        self._backend = backend
+        self._image = image
+        self.policy = policy or GradingPolicy()
+        self.id = session.sandbox_id
         self.task: TaskSpec | None = None
         self._prepared: PreparedRepo | None = None
         self.metrics = SandboxMetrics()
@@ -96,13 +117,18 @@ class Sandbox:
     # ----------------------------------------------------------------- life cycle
     @classmethod
     def start(
-        cls, backend: Backend, limits: Limits | None = None, *, image: str | None = None
+        cls,
+        backend: Backend,
+        limits: Limits | None = None,
+        *,
+        image: str | None = None,
+        policy: GradingPolicy | None = None,
     ) -> Sandbox:
         """Start an empty sandbox (no task loaded yet): what a warm pool keeps ready."""
         limits = limits or Limits()
         began = time.monotonic()
         session = backend.start(uuid.uuid4().hex[:16], limits, image=image)
-        sandbox = cls(session, limits, backend.name)
+        sandbox = cls(session, limits, backend.name, backend=backend, image=image, policy=policy)
         sandbox.metrics.create_s = time.monotonic() - began
         return sandbox
 
@@ -114,10 +140,11 @@ class Sandbox:
         limits: Limits | None = None,
         *,
         image: str | None = None,
+        policy: GradingPolicy | None = None,
     ) -> Sandbox:
         """Prepare `task`, start a sandbox and load the task; on any error nothing is left."""
         prepared = prepare_repo(task)  # bad sources fail here, before anything starts
-        sandbox = cls.start(backend, limits, image=image)
+        sandbox = cls.start(backend, limits, image=image, policy=policy)
         try:
             sandbox.load(task, prepared=prepared, from_image=image is not None)
         except BaseException:
@@ -161,11 +188,23 @@ class Sandbox:
         self._loads += 1
 
     def reset(self, task: TaskSpec | None = None) -> None:
-        """Wipe the workdir, ``/tmp`` and ``/grader``, kill agent processes, load a task again."""
+        """A clean slate, or no sandbox: kill agent processes, wipe ``/work``, ``/tmp``,
+        ``/dev/shm`` (unreadable agent directories included) and the agent's IPC objects, check
+        that nothing is left, then load `task` (if given) and reopen the episode.
+
+        If anything survives the wipe the sandbox is closed and `SandboxError` raised (a pool
+        then starts a new one).
+        """
         self._live().kill_agent_processes()
-        self._exec(f"find {WORKDIR} /tmp -mindepth 1 -delete 2>/dev/null; true", timeout=60)
+        self.task, self._prepared, self.submitted = None, None, False
+        self._exec(_WIPE, timeout=120)
         self._exec(f"rm -rf {GRADER_DIR}/* 2>/dev/null; true", user="root", timeout=60)
-        self.task, self._prepared = None, None
+        left = self._exec(_LEFTOVERS, timeout=60)
+        if not left.ok or left.output.strip():
+            self.close()
+            raise SandboxError(
+                f"reset could not wipe the sandbox ({left.output.strip()[:200]}): removed"
+            )
         if task is not None:
             self.load(task)
 
@@ -174,6 +213,10 @@ class Sandbox:
         session, self._session = self._session, None
         if session is not None:
             session.close()
+
+    @property
+    def limits(self) -> Limits:
+        return self._limits
 
     @property
     def closed(self) -> bool:
@@ -292,6 +335,7 @@ class Sandbox:
     def execute_bash(self, command: str, timeout: float | None = None) -> ExecResult:
         """The agent's shell tool: output capped with a marker, whole process group killed on
         timeout."""
+        self._episode_open()
         began = time.monotonic()
         try:
             return self._exec(command, timeout=timeout)
@@ -304,6 +348,7 @@ class Sandbox:
         Raises `StrReplaceError` (zero or several matches, with line numbers) or
         `PathEscapeError` (outside the workdir, or a symlink).
         """
+        self._episode_open()
         began = time.monotonic()
         try:
             raw = self.read_file(path)
@@ -318,9 +363,18 @@ class Sandbox:
             self.metrics.exec_s.append(time.monotonic() - began)
 
     def submit(self) -> GradeResult:
-        """End the episode: grade the current tree."""
+        """End the episode and grade the agent's patch (agent tool).
+
+        Afterwards every agent tool raises `EpisodeEndedError` until `reset`. Never raises
+        because of what the agent did: that is reward 0 with a reason code.
+        """
+        self._episode_open()
         self.submitted = True
         return self.grade()
+
+    def _episode_open(self) -> None:
+        if self.submitted:
+            raise EpisodeEndedError("the episode ended with submit(); reset() to reuse")
 
     # ----------------------------------------------------------------- patches
     def apply_patch(self, patch: str) -> None:
@@ -332,103 +386,72 @@ class Sandbox:
             raise PatchApplyError(f"patch does not apply: {done.output.strip()[-2000:]}")
 
     def diff(self) -> str:
-        """The agent's changes against the base commit (withheld paths excluded)."""
-        task, _ = self._task()
-        excludes = " ".join(shlex.quote(f":(exclude){p}") for p in task.withheld_paths)
-        index = f"/tmp/.swe-index-{secrets.token_hex(4)}"
-        command = (
-            f"export GIT_INDEX_FILE={index}; git read-tree HEAD && git add -A && "
-            f"git diff --cached --binary HEAD -- . {excludes}; rc=$?; rm -f {index}; "
-            "exit $rc"
-        )
-        done = self._exec(command, timeout=120, output_limit=MAX_FILE_BYTES)
-        if not done.ok or done.truncated:
-            raise SandboxError(f"git diff failed: {done.output[-2000:]}")
-        return done.output
+        """Exactly the patch `grade` / `submit` would grade now: the whole working tree against
+        the base commit (ignored files, binaries, modes and symlinks included), filtered by the
+        patch policy. ``grade_patch(task, diff, backend)`` reproduces the reward."""
+        task, prepared = self._task()
+        try:
+            patch = agent_patch(self, prepared)
+        except AgentFaultError as exc:
+            raise SandboxError(str(exc)) from exc
+        graded = graded_paths(task.withheld_paths, task.graded_tests)
+        return filter_patch(patch, graded, task.allowed_config_paths).patch
 
     # ----------------------------------------------------------------- grading
     def grade(self) -> GradeResult:
-        """Grade the current tree with the reward contract (see the module docstring)."""
+        """Grade the agent's patch in a fresh sandbox (see `swe_sandbox._grading`).
+
+        Kills every agent process, takes the diff against the base, filters it by the patch
+        policy and grades it on a pristine tree in a sandbox of its own; this sandbox is left
+        as it was, so it can be graded again (buggy tree, then gold: what curation needs).
+        Reward 0 with a reason for anything the agent caused; `GradingError` only when no
+        grading sandbox can start.
+        """
         task, prepared = self._task()
         began = time.monotonic()
-        session = self._live()
-        session.kill_agent_processes()
-        report_dir = f"{GRADER_DIR}/{secrets.token_hex(8)}"
-        self._install_grader(report_dir)
+        self._live().kill_agent_processes()
         try:
-            self._restore_task_files(task, prepared)
-        except PathEscapeError as exc:  # the agent turned a test directory into a symlink
-            elapsed = time.monotonic() - began
-            self.metrics.grade_s.append(elapsed)
-            return GradeResult(
-                reward=0,
-                tests=dict.fromkeys(task.graded_tests, TestOutcome.MISSING),
-                runner_exit_code=-1,
-                reasons=(f"restore-refused: {exc}",),
-                report_found=False,
-                duration_s=elapsed,
+            patch = agent_patch(self, prepared)
+        except AgentFaultError as exc:
+            result = zero(task, str(exc), began)
+        else:
+            result = grade_patch(
+                task,
+                patch,
+                self._require_backend(),
+                limits=self._limits,
+                image=self._image,
+                policy=self.policy,
+                prepared=prepared,
             )
-        env = {
-            "SWE_SANDBOX_REPORT": f"{report_dir}/report.jsonl",
-            "PYTEST_ADDOPTS": f"-p {PLUGIN_MODULE}",
-        }
-        run = self._exec(task.test_command, env=env, timeout=self._limits.grade_timeout_s)
-        session.kill_agent_processes()  # nothing the tests spawned may touch the report now
-        raw = self._exec(
-            f"cat {report_dir}/report.jsonl", user="root", timeout=60, output_limit=64 << 20
-        )
-        report = parse_report(raw.output.splitlines() if raw.ok and not raw.truncated else [])
-        self._withhold_again(task, report_dir)
-        reward, reasons = reward_contract(
-            report.outcomes,
-            task.fail_to_pass,
-            task.pass_to_pass,
-            run.exit_code,
-            report_found=report.started and report.exit_status is not None,
-            collection_error=bool(report.collection_errors),
-        )
-        extra: list[str] = []
-        if run.timed_out:
-            extra.append(f"timeout: the test run exceeded {self._limits.grade_timeout_s}s")
-        if report.exit_status is not None and report.exit_status != run.exit_code:
-            extra.append(f"exit-code-mismatch: report {report.exit_status}, runner {run.exit_code}")
-        if extra:
-            reward, reasons = 0, (*reasons, *extra)
-        outcomes = {name: report.outcomes.get(name) for name in task.graded_tests}
-        elapsed = time.monotonic() - began
-        self.metrics.grade_s.append(elapsed)
-        return GradeResult(
-            reward=reward,
-            tests={k: v or TestOutcome.MISSING for k, v in outcomes.items()},
-            runner_exit_code=run.exit_code,
-            reasons=reasons,
-            report_found=report.exit_status is not None,
-            duration_s=elapsed,
-            report=dict(report.outcomes),
-            collection_errors=report.collection_errors,
+        self.metrics.grade_s.append(result.duration_s)
+        return result
+
+    def _require_backend(self) -> Backend:
+        if self._backend is None:
+            raise GradingError("this sandbox was built without its backend: it cannot grade")
+        return self._backend
+
+    def run_internal(
+        self,
+        command: str,
+        *,
+        user: User = "agent",
+        timeout: float | None = None,
+        stdin: bytes | None = None,
+        env: dict[str, str] | None = None,
+        output_limit: int | None = None,
+    ) -> ExecResult:
+        """Harness-side command (no episode check); what grading uses."""
+        return self._exec(
+            command, user=user, timeout=timeout, stdin=stdin, env=env, output_limit=output_limit
         )
 
-    def _withhold_again(self, task: TaskSpec, report_dir: str) -> None:
-        """After grading the sandbox may be used again: hide the graded files and report."""
-        self._exec(f"rm -rf {report_dir}", user="root", timeout=60)
-        self._helper("put", json.dumps(list(task.withheld_paths)), stdin=_tar_of({}))
+    def kill_agent_processes(self) -> None:
+        """Kill every process of the agent uid in the sandbox."""
+        self._live().kill_agent_processes()
 
-    def _install_grader(self, report_dir: str) -> None:
-        command = (
-            f"mkdir -p {GRADER_DIR}/plugin && cat > {GRADER_DIR}/plugin/{PLUGIN_MODULE}.py"
-            f" && chmod 0644 {GRADER_DIR}/plugin/{PLUGIN_MODULE}.py"
-            f" && chmod 0711 {GRADER_DIR} && mkdir -m 0733 {report_dir}"
-        )
-        done = self._exec(command, user="root", stdin=PLUGIN_SOURCE.encode(), timeout=60)
-        if not done.ok:
-            raise GradingError(f"cannot install the grader: {done.output}")
-
-    def _restore_task_files(self, task: TaskSpec, prepared: PreparedRepo) -> None:
-        """Withheld files from the task; protected runner files reset to their base content."""
-        listed = self._helper("protected", json.dumps(sorted(PROTECTED_NAMES))).output
-        present = {line for line in listed.splitlines() if line}
-        writes = {p: c for p, c in prepared.protected_base.items() if c is not None}
-        writes.update({p: c for p, c in prepared.restore_files.items() if c is not None})
-        deletes = (present - set(prepared.protected_base)) | set(prepared.restore_files)
-        deletes |= set(prepared.protected_base)
-        self._helper("put", json.dumps(sorted(deletes)), stdin=_tar_of(writes))
+    def restore(self, files: Mapping[str, bytes | None]) -> None:
+        """Write `files` into the workdir (``None`` deletes); symlinked parents are refused."""
+        writes = {p: c for p, c in files.items() if c is not None}
+        self._helper("put", json.dumps(sorted(files)), stdin=_tar_of(writes))

@@ -101,6 +101,9 @@ class TaskSpec:
         runner_files: extra task-owned files (path -> content) restored for grading only,
             e.g. a ``run_tests.sh``; withheld like the graded tests.
         setup_commands: commands run (as the agent user, before any agent turn) after copy-in.
+        allowed_config_paths: glob patterns of test configuration / packaging files (say
+            ``setup.cfg``) whose changes this task grades; by default the patch policy drops
+            changes to them (see `swe_sandbox._policy`).
     """
 
     instance_id: str
@@ -116,6 +119,7 @@ class TaskSpec:
     result_parser: str = "pytest-report"
     runner_files: Mapping[str, str] = attrs.field(factory=dict)
     setup_commands: tuple[str, ...] = ()
+    allowed_config_paths: tuple[str, ...] = ()
 
     def __attrs_post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,199}", self.instance_id or ""):

@@ -30,7 +30,13 @@ FORMATS = ("spec", "swebench", "swerebench", "r2egym")
 
 _REQUIRED = ("instance_id", "repo")
 _STRING_FIELDS = ("instance_id", "problem_statement", "gold_patch", "test_patch", "test_command")
-_LIST_FIELDS = ("fail_to_pass", "pass_to_pass", "graded_files", "setup_commands")
+_LIST_FIELDS = (
+    "fail_to_pass",
+    "pass_to_pass",
+    "graded_files",
+    "setup_commands",
+    "allowed_config_paths",
+)
 _REPO_FIELDS = {"kind", "location", "path_in_image", "strip_components"}
 
 

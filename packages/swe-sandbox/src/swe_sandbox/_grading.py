@@ -1,0 +1,238 @@
+"""Grade the patch, not the sandbox (Arctic-SWE §5, evaluation-hacking prevention).
+
+At grading time the agent's sandbox contributes exactly one thing: its change, taken as a
+``git diff`` of the whole working tree against the base commit (every file — ignored and
+``info/exclude``-d ones, binaries, mode changes, symlinks — computed with the grader's own git
+directory, never the agent's ``.git``). The patch policy (`swe_sandbox._policy`) drops what
+the grader owns; the rest is applied to a pristine tree in a **fresh sandbox the agent never
+touched**, the graded tests are restored from the task, and the tests run there. The fresh
+sandbox is closed afterwards: nothing written during grading is ever visible to the agent.
+
+Everything the agent can cause ends in reward 0 with a reason code (``diff-failed``,
+``patch-failed``, ``restore-failed``, ``tampered``, ``suspicious-patch``); only an
+infrastructure failure (a sandbox that cannot start) raises `GradingError`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shlex
+import tarfile
+import time
+from typing import TYPE_CHECKING
+
+import attrs
+
+from swe_sandbox._backend import Backend
+from swe_sandbox._errors import GradingError, SandboxError
+from swe_sandbox._limits import Limits
+from swe_sandbox._policy import filter_patch, graded_paths, suspicious_references
+from swe_sandbox._prepare import PreparedRepo, prepare_repo
+from swe_sandbox._results import GradeResult, TestOutcome
+from swe_sandbox._runner import run_tests
+from swe_sandbox._task import TaskSpec
+
+if TYPE_CHECKING:
+    from swe_sandbox._sandbox import Sandbox
+
+#: Largest patch grading accepts (bigger trees are an agent fault: reward 0, ``diff-failed``).
+MAX_PATCH_BYTES = 16 << 20
+
+
+@attrs.frozen(kw_only=True)
+class GradingPolicy:
+    """How verdicts treat the cheap in-process-tampering detector.
+
+    Attributes:
+        zero_on_flag: score 0 (reason ``suspicious-patch``) when the graded patch names
+            test-framework internals or the report channel; by default they are only flagged.
+    """
+
+    zero_on_flag: bool = False
+
+
+#: Runs as the agent uid in the agent's sandbox *after* every agent process was killed. The
+#: grader's own git directory (the pristine ``.git`` of the task) arrives on stdin; the agent's
+#: ``.git`` (config, hooks, objects, index) is never read. Files are listed with ``find`` so
+#: ignore rules and nested repositories cannot hide anything.
+DIFF_SCRIPT = r"""
+set -e
+base="$1"
+G=$(mktemp -d /tmp/.swe-diff-XXXXXXXX)
+trap 'rm -rf "$G"' EXIT
+tar -x -C "$G" -f -
+chmod -R u+rwX /work 2>/dev/null || true
+export GIT_DIR="$G/.git" GIT_WORK_TREE=/work GIT_INDEX_FILE="$G/index" HOME="$G"
+export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_ATTR_NOSYSTEM=1
+cd /work
+find . -name .git -prune -o \( -type f -o -type l \) -printf '%P\0' \
+  | git update-index --add -z --stdin
+git -c core.quotePath=true diff --cached --binary --full-index --no-renames --no-textconv \
+  --no-ext-diff --no-color "$base" --
+"""
+
+_git_tars: dict[tuple[str, int], bytes] = {}
+
+
+def git_dir_tar(prepared: PreparedRepo) -> bytes:
+    """The pristine ``.git`` of a prepared repository as a tar (cached per repository)."""
+    key = (prepared.base_commit, len(prepared.tar_bytes))
+    if key not in _git_tars:
+        out = io.BytesIO()
+        with (
+            tarfile.open(fileobj=io.BytesIO(prepared.tar_bytes)) as source,
+            tarfile.open(fileobj=out, mode="w") as target,
+        ):
+            for member in source.getmembers():
+                if member.name == ".git" or member.name.startswith(".git/"):
+                    data = source.extractfile(member) if member.isfile() else None
+                    target.addfile(member, data)
+        if len(_git_tars) > 16:
+            _git_tars.clear()
+        _git_tars[key] = out.getvalue()
+    return _git_tars[key]
+
+
+class AgentFaultError(Exception):
+    """Something the agent did makes grading impossible: the verdict is 0 with this reason."""
+
+
+def agent_patch(sandbox: Sandbox, prepared: PreparedRepo) -> str:
+    """The raw agent diff against the base (unfiltered); `AgentFaultError` when it cannot be taken."""
+    command = f"bash -c {shlex.quote(DIFF_SCRIPT)} diff {shlex.quote(prepared.base_commit)}"
+    try:
+        done = sandbox.run_internal(
+            command, stdin=git_dir_tar(prepared), timeout=300, output_limit=MAX_PATCH_BYTES
+        )
+    except SandboxError as exc:
+        raise AgentFaultError(f"diff-failed: {exc}") from exc
+    if done.truncated:
+        raise AgentFaultError(f"diff-failed: the change is larger than {MAX_PATCH_BYTES} bytes")
+    if not done.ok:
+        raise AgentFaultError(f"diff-failed: {done.output.strip()[-500:]}")
+    return done.output
+
+
+def zero(task: TaskSpec, reason: str, began: float) -> GradeResult:
+    """A reward-0 verdict that never ran the tests."""
+    return GradeResult(
+        reward=0,
+        tests=dict.fromkeys(task.graded_tests, TestOutcome.MISSING),
+        runner_exit_code=-1,
+        reasons=(reason,),
+        report_found=False,
+        duration_s=time.monotonic() - began,
+    )
+
+
+def grade_patch(
+    task: TaskSpec,
+    patch: str,
+    backend: Backend,
+    *,
+    limits: Limits | None = None,
+    image: str | None = None,
+    policy: GradingPolicy | None = None,
+    prepared: PreparedRepo | None = None,
+) -> GradeResult:
+    """Grade `patch` (a ``git diff`` against the task's base, e.g. a stored `Sandbox.diff`)
+    in a fresh sandbox: policy filter, pristine tree, graded tests from the task, isolated run.
+
+    Returns the verdict with ``patch`` (what was graded), ``dropped`` and ``flags``. Raises
+    `GradingError` only when no sandbox can be started (infrastructure, not the patch).
+    """
+    from swe_sandbox._sandbox import Sandbox
+
+    began = time.monotonic()
+    policy = policy or GradingPolicy()
+    prepared = prepared or prepare_repo(task)
+    graded = graded_paths(task.withheld_paths, task.graded_tests)
+    filtered = filter_patch(patch, graded, task.allowed_config_paths)
+    flags = suspicious_references(filtered.patch)
+    try:
+        fresh = Sandbox.start(backend, limits, image=image)
+    except SandboxError as exc:
+        raise GradingError(f"cannot start the grading sandbox: {exc}") from exc
+    try:
+        try:
+            fresh.load(task, prepared=prepared, from_image=image is not None)
+        except SandboxError as exc:
+            raise GradingError(f"cannot load the pristine tree: {exc}") from exc
+        result = _grade_in(fresh, task, prepared, filtered.patch, began)
+    finally:
+        fresh.close()
+    result = attrs.evolve(
+        result,
+        patch=filtered.patch,
+        dropped=filtered.dropped,
+        flags=(*result.flags, *flags),
+        duration_s=time.monotonic() - began,
+    )
+    if flags and policy.zero_on_flag:
+        reason = f"suspicious-patch: {'; '.join(flags[:5])}"
+        result = attrs.evolve(result, reward=0, reasons=(*result.reasons, reason))
+    return result
+
+
+def _grade_in(
+    fresh: Sandbox, task: TaskSpec, prepared: PreparedRepo, patch: str, began: float
+) -> GradeResult:
+    if patch.strip():
+        applied = fresh.run_internal(
+            "git apply --whitespace=nowarn -", stdin=patch.encode(), timeout=120
+        )
+        if not applied.ok:
+            return zero(task, f"patch-failed: {applied.output.strip()[-500:]}", began)
+    guarded = guard_paths(task, prepared)
+    try:
+        fresh.restore(prepared.restore_files)
+        before = fingerprint(fresh, guarded)
+    except SandboxError as exc:
+        return zero(task, f"restore-failed: {exc}", began)
+    result = run_tests(fresh, task, fresh.limits.grade_timeout_s)
+    after = fingerprint(fresh, guarded)
+    changed = sorted(p for p in guarded if before.get(p) != after.get(p))
+    if changed:
+        reason = f"tampered: graded files changed during the run: {', '.join(changed[:5])}"
+        result = attrs.evolve(result, reward=0, reasons=(*result.reasons, reason))
+    return result
+
+
+def guard_paths(task: TaskSpec, prepared: PreparedRepo) -> tuple[str, ...]:
+    """Graded files plus the ``conftest.py`` / ``__init__.py`` on their way: what the test run
+    must not rewrite (checked by inode, ctime, size and hash before and after)."""
+    files = graded_paths(task.withheld_paths, task.graded_tests) | set(prepared.restore_files)
+    found: set[str] = set(files)
+    for path in files:
+        parts = path.split("/")[:-1]
+        for depth in range(len(parts) + 1):
+            prefix = "/".join(parts[:depth])
+            for name in ("conftest.py", "__init__.py"):
+                found.add(f"{prefix}/{name}" if prefix else name)
+    return tuple(sorted(found))
+
+
+_FINGERPRINT = r"""
+import hashlib, json, os, sys
+out = {}
+for path in json.loads(sys.argv[1]):
+    try:
+        st = os.lstat(path)
+        with open(path, "rb", opener=lambda p, f: os.open(p, f | os.O_NOFOLLOW)) as fh:
+            digest = hashlib.sha256(fh.read()).hexdigest()
+        out[path] = [st.st_ino, st.st_ctime_ns, st.st_size, st.st_mode, digest]
+    except OSError as exc:
+        out[path] = [type(exc).__name__]
+print(json.dumps(out))
+"""
+
+
+def fingerprint(fresh: Sandbox, paths: tuple[str, ...]) -> dict[str, object]:
+    """Inode, ctime, size, mode and sha256 of each path (or the error reading it)."""
+    command = f"python3 -I -c {shlex.quote(_FINGERPRINT)} {shlex.quote(json.dumps(paths))}"
+    done = fresh.run_internal(command, timeout=60, output_limit=4 << 20)
+    if not done.ok:
+        raise SandboxError(f"fingerprint failed: {done.output.strip()[-500:]}")
+    found: dict[str, object] = json.loads(done.output)
+    return found
