@@ -56,6 +56,11 @@ FRAGMENTS = (
     "</parameter",
     "<function >",
     "<tool_call",
+    "< /Parameter >",
+    "<\u3000parameter =",
+    "<|im_end|>",
+    "<|",
+    "|>",
     "&lt;",
     '"',
     "\\",
@@ -68,13 +73,67 @@ ANY_TEXT = st.lists(st.one_of(st.text(), st.sampled_from(FRAGMENTS)), max_size=8
 ALL_MARKUP = (*THINK_MARKERS, *XML_CALL_MARKERS)
 
 
+TAG_NAMES = ("tool_call", "function", "parameter", "think")
+
+
+def _same_letter(char: str, letter: str) -> bool:
+    # Broader than any case-insensitive regex engine: scrubbing too much only shrinks the space.
+    return (
+        letter in (char.lower(), char.lower()[:1], char.casefold())
+        or char.upper() == letter.upper()
+    )
+
+
+def tag_variant_at(text: str, at: int) -> bool:
+    """Whether ``text[at:]`` starts with ``<`` ws* [/ ws*] TAG ws* (= or >), any letter case.
+
+    A slow, readable oracle of what values may not hold; written apart from the package's regex.
+    """
+    if not text.startswith("<", at):
+        return False
+    pos = at + 1
+    while pos < len(text) and text[pos].isspace():
+        pos += 1
+    if text.startswith("/", pos):
+        pos += 1
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+    for name in TAG_NAMES:
+        end = pos + len(name)
+        if end <= len(text) and all(map(_same_letter, text[pos:end], name)):
+            while end < len(text) and text[end].isspace():
+                end += 1
+            if end < len(text) and text[end] in "=>":
+                return True
+    return False
+
+
+def special_token_at(text: str, at: int) -> bool:
+    """Whether ``text[at:]`` starts with ``<|NAME|>`` (NAME: ASCII letters, digits, ``_``)."""
+    if not text.startswith("<|", at):
+        return False
+    end = text.find("|>", at + 2)
+    name = text[at + 2 : end]
+    return end > at + 2 and all(char.isascii() and (char.isalnum() or char == "_") for char in name)
+
+
+def unambiguous(text: str) -> bool:
+    """No tag variant and no special-token text anywhere in `text`."""
+    return not any(tag_variant_at(text, i) or special_token_at(text, i) for i in range(len(text)))
+
+
+def scrub(text: str, markers: tuple[str, ...]) -> str:
+    """Cut out every marker, tag variant and special token (repeatedly: a cut can form a new one)."""
+    while True:
+        for marker in markers:
+            text = text.replace(marker, "")
+        bad = [i for i in range(len(text)) if tag_variant_at(text, i) or special_token_at(text, i)]
+        if not bad and not any(marker in text for marker in markers):
+            return text
+        text = "".join(char for i, char in enumerate(text) if i not in set(bad))
+
+
 def without(markers: tuple[str, ...]) -> st.SearchStrategy[str]:
-    """Text that holds none of `markers` (each occurrence is cut out, so nothing is filtered)."""
-
-    def scrub(text: str) -> str:
-        while any(marker in text for marker in markers):
-            for marker in markers:
-                text = text.replace(marker, "")
-        return text
-
-    return ANY_TEXT.map(scrub)
+    """Text that holds none of `markers`, no tag variant and no special-token text (each
+    occurrence is cut out, so nothing is filtered)."""
+    return ANY_TEXT.map(lambda text: scrub(text, markers))

@@ -130,9 +130,29 @@ def test_one_canonical_newline_is_stripped_on_each_side_of_values() -> None:
     assert verdict.call == bash(value)
 
 
-def test_reasoning_tags_inside_values_are_text() -> None:
-    value = "<think>not reasoning</think>\n<div>\n</div>"
+def test_other_tags_inside_values_are_text() -> None:
+    value = "<div>\n<think_more> <parameters> </p> <functional=1>\n</div> <| x |>"
     assert check(THINK + xml_call("execute_bash", ("command", value))).call == bash(value)
+
+
+@pytest.mark.parametrize(
+    ("value", "code"),
+    [
+        ("<think>not reasoning</think>", "ambiguous_markup"),  # reasoning stage drops </think>
+        ("echo '<parameter = x>'", "ambiguous_markup"),  # vLLM: a new parameter 'x'
+        ("echo 'a</ parameter>b'", "ambiguous_markup"),  # vLLM: the value ends at 'a'
+        ("a</parameter >b", "ambiguous_markup"),
+        ("a<\t/parameter>b", "ambiguous_markup"),
+        ("a<\u3000parameter\u2028=b", "ambiguous_markup"),
+        ("a</Function>b", "ambiguous_markup"),
+        ("a< TOOL_CALL >b", "ambiguous_markup"),
+        ("done<|im_end|>", "special_token_text"),  # deleted by vLLM's reasoning stage
+    ],
+)
+def test_tag_variants_and_special_tokens_in_values_are_rejected(value: str, code: str) -> None:
+    verdict = check(THINK + xml_call("execute_bash", ("command", value)))
+    assert verdict.codes == (code,)
+    assert verdict.violations[0].offset == (THINK + LS).index("ls") + value.index("<")
 
 
 def test_user_declared_tools() -> None:

@@ -69,9 +69,27 @@ def test_envelope_ends_at_the_first_close_tag_like_public_parsers() -> None:
 
 
 def test_xml_markup_is_plain_text_in_hermes_values() -> None:
-    command = "<parameter=x> </function> <think>"
+    command = "<parameter=x> </function> </ parameter> <tool_call>"
     body = '{"name": "execute_bash", "arguments": {"command": "' + command + '"}}'
     assert check(hermes(body), dialect="hermes").call == bash(command)
+
+
+@pytest.mark.parametrize(
+    ("command", "code"),
+    [
+        ("grep </think> t.jinja", "ambiguous_markup"),
+        ("a < THINK >", "ambiguous_markup"),
+        ("a<|endoftext|>", "special_token_text"),
+    ],
+)
+def test_reasoning_tags_and_special_tokens_in_hermes_bodies_are_rejected(
+    command: str, code: str
+) -> None:
+    """The reasoning stage in front of the Hermes parser deletes them from the content."""
+    body = '{"name": "execute_bash", "arguments": {"command": "' + command + '"}}'
+    assert check(hermes(body), dialect="hermes").codes == (code,)
+    escaped = body.replace("<", "\\u003c")
+    assert check(hermes(escaped), dialect="hermes").call == bash(command)
 
 
 def test_hermes_structure_errors_outside_the_envelope() -> None:

@@ -29,12 +29,14 @@ def test_render_matches_the_hand_written_canonical_form() -> None:
 
 
 def test_hermes_render() -> None:
-    raw = render_turn(None, bash('echo "</tool_call>"'), dialect="hermes")
+    command = 'echo "</tool_call>" "</think>" "<|im_end|>"'
+    raw = render_turn(None, bash(command), dialect="hermes")
     assert raw == (
-        '<tool_call>\n{"name": "execute_bash", "arguments": {"command": "echo \\"<\\/tool_call>\\""}}'
+        '<tool_call>\n{"name": "execute_bash", "arguments": {"command": "echo '
+        '\\"\\u003c/tool_call>\\" \\"\\u003c/think>\\" \\"\\u003c|im_end|>\\""}}'
         "\n</tool_call>"
     )
-    assert check(raw, dialect="hermes", reasoning="optional").call == bash('echo "</tool_call>"')
+    assert check(raw, dialect="hermes", reasoning="optional").call == bash(command)
 
 
 @pytest.mark.parametrize(
@@ -50,6 +52,12 @@ def test_hermes_render() -> None:
         ("nested <think>", bash("ls"), {}),
         ("call <tool_call>", bash("ls"), {"dialect": "hermes"}),
         ("call <function=x>", bash("ls"), {}),
+        (None, bash("echo '<parameter = x>'"), {}),
+        (None, bash("a</ parameter>b"), {}),
+        (None, bash("grep '</think>' t.jinja"), {}),
+        (None, bash("printf 'done<|im_end|>'"), {}),
+        ("close it with </ parameter>", bash("ls"), {}),
+        ("the stop token is <|im_end|>", bash("ls"), {"dialect": "hermes"}),
         (None, bash("ls"), {"think_prefilled": True}),
     ],
 )

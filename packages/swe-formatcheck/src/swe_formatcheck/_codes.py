@@ -61,6 +61,13 @@ class Code(StrEnum):
     ``<function=`` inside a function, either of them inside a parameter value."""
     STRAY_TEXT = "stray_text"
     """Non-whitespace text inside the envelope but outside any parameter value."""
+    AMBIGUOUS_MARKUP = "ambiguous_markup"
+    """A value, reasoning text or hermes body holds a whitespace or case variant of a tag
+    (``</ parameter>``, ``<parameter =``, ``</think>`` in a value, ...) that a public parser
+    reads as markup, so it would split or end the text there."""
+    SPECIAL_TOKEN_TEXT = "special_token_text"
+    """A value, reasoning text or hermes body holds special-token text such as ``<|im_end|>``,
+    which public parsers delete from what they return."""
 
     # -- the call against the declared tools
     UNKNOWN_FUNCTION = "unknown_function"

@@ -11,6 +11,9 @@ The body is everything up to the first ``</tool_call>`` (as in every public Herm
 reads back as the same string. Strictness beyond `json.loads`: duplicate keys are rejected at
 every level (``json.loads`` silently keeps the last), ``NaN``/``Infinity`` are rejected, the
 object has exactly the keys ``name`` and ``arguments``, and every argument value is a string.
+The raw body may not hold a variant of a reasoning tag or special-token text: the reasoning
+stage in front of the Hermes parser deletes ``</think>`` and ``<|im_end|>`` from the content it
+hands on (`render_turn` writes every ``<`` in a string as ``\u003c``).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from swe_formatcheck._ambiguity import find_in_json
 from swe_formatcheck._codes import Code
 from swe_formatcheck._lexer import CALL_CLOSE, CALL_OPEN, HERMES_CALL_MARKERS
 from swe_formatcheck._scan import TurnScanner
@@ -63,6 +67,7 @@ class HermesDialect:
             scanner.flag(Code.ENVELOPE_UNCLOSED, envelope_at, "<tool_call> never closed")
             return len(scanner.text)
         self._call(scanner, scanner.text[pos:at], envelope_at)
+        scanner.flag_ambiguity(find_in_json(scanner.text, pos, at), "the JSON body")
         return at + len(marker)
 
     @staticmethod

@@ -16,10 +16,14 @@ closing tag (both must be there). Nothing else is stripped, so indentation, inne
 blank lines, trailing spaces and any ``<``/``>`` text survive. The six call-markup strings cannot
 appear in a value: public parsers (vLLM's ``qwen3_coder``, SGLang's) end the value, function or
 envelope at them, so accepting them would let the executed call differ from the checked one.
+Nor can any whitespace or case variant of a call or reasoning tag, or special-token text
+(`swe_formatcheck._ambiguity`): vLLM's argument regex ends a value at ``</ parameter>`` and
+its reasoning stage deletes ``</think>`` and ``<|im_end|>`` from the text after reasoning.
 """
 
 from __future__ import annotations
 
+from swe_formatcheck._ambiguity import find_in_value
 from swe_formatcheck._codes import Code
 from swe_formatcheck._lexer import (
     CALL_CLOSE,
@@ -117,16 +121,21 @@ class QwenXmlDialect:
         text = scanner.text
         name, pos = self._tag_name(scanner, at, after)
         body_start = pos
+        nested = False
         while True:
-            # Reasoning tags are plain text inside a value (an edited file may contain them).
+            # Exact reasoning tags are not markers here; `find_in_value` rejects them below.
             close_at, marker = scanner.finder.find(pos, XML_CALL_MARKERS)
             if marker == PARAM_CLOSE:
                 body = text[body_start:close_at]
                 value: str | None = _exact_value(scanner, body, at)
+                if not nested:
+                    where = f"the value of {name!r}" if name else "a value"
+                    scanner.flag_ambiguity(find_in_value(text, body_start, close_at), where)
                 pos = close_at + len(marker)
                 break
             if marker in (CALL_OPEN, FUNC_OPEN):
                 scanner.flag(Code.NESTED_TAG, close_at, f"{marker} inside a parameter value")
+                nested = True
                 pos = close_at + len(marker)
                 continue
             # </function>, </tool_call>, <parameter= or the end: the value was never closed.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+from swe_formatcheck._ambiguity import Ambiguity, find_in_value
 from swe_formatcheck._errors import RenderError
 from swe_formatcheck._lexer import (
     CALL_CLOSE,
@@ -55,7 +56,11 @@ def render_turn(
         TypeError: an argument has the wrong type (the message names it).
         ValueError: an unknown dialect.
         RenderError: the call or reasoning cannot be written so that it parses back exactly
-            (a value holding call markup, a malformed tag name, reasoning holding tags).
+            (a value holding call markup, a malformed tag name, reasoning holding tags), or
+            a public parser would split or shorten it: a whitespace or case variant of a tag
+            or special-token text such as ``<|im_end|>`` in a qwen3_coder value or in the
+            reasoning (exactly the strings `check_turn` rejects). hermes values never fail:
+            every ``<`` in them is written as the JSON escape ``\\u003c``.
     """
     _validate(reasoning, call, dialect, think_prefilled)
     head = _reasoning_block(reasoning, dialect, think_prefilled=think_prefilled)
@@ -85,8 +90,17 @@ def _reasoning_block(reasoning: str | None, dialect: str, *, think_prefilled: bo
     for marker in (*THINK_MARKERS, *_CALL_MARKERS[dialect]):
         if marker in reasoning:
             raise RenderError(f"reasoning cannot contain {marker!r}")
+    _refuse(find_in_value(reasoning), "reasoning")
     opening = "" if think_prefilled else THINK_OPEN + "\n"
     return f"{opening}{reasoning}\n{THINK_CLOSE}\n\n"
+
+
+def _refuse(found: Ambiguity | None, where: str) -> None:
+    if found is not None:
+        kind = "special-token text" if found.special else "a tag variant"
+        raise RenderError(
+            f"{where} cannot contain {kind} {found.text!r}: parsers read it as markup"
+        )
 
 
 def _xml_name(kind: str, name: str) -> str:
@@ -107,6 +121,7 @@ def _xml_envelope(call: ToolCall) -> str:
         for marker in XML_CALL_MARKERS:
             if marker in value:
                 raise RenderError(f"value of {param!r} cannot contain {marker!r}")
+        _refuse(find_in_value(value), f"value of {param!r}")
         parts.append(f"{PARAM_OPEN}{_xml_name('parameter', param)}>\n{value}\n{PARAM_CLOSE}\n")
     parts.append(f"{FUNC_CLOSE}\n{CALL_CLOSE}")
     return "".join(parts)
@@ -114,7 +129,8 @@ def _xml_envelope(call: ToolCall) -> str:
 
 def _hermes_envelope(call: ToolCall) -> str:
     body = json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False)
-    # "</tool_call>" can only occur inside a JSON string here; "\/" is JSON for "/", so the
-    # body reads back the same while no parser can end the envelope early.
-    body = body.replace(CALL_CLOSE, "<\\/tool_call>")
+    # "<" can only occur inside a JSON string here; "\u003c" is JSON for "<", so the body reads
+    # back the same while it holds no tag (no "</tool_call>" to end the envelope early, no
+    # "</think>" or "<|im_end|>" for a reasoning stage to delete).
+    body = body.replace("<", "\\u003c")
     return f"{CALL_OPEN}\n{body}\n{CALL_CLOSE}"

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
+from swe_formatcheck._ambiguity import Ambiguity, find_in_value
 from swe_formatcheck._codes import Code
 from swe_formatcheck._lexer import (
     CALL_OPEN,
@@ -58,6 +59,12 @@ class TurnScanner:
         """Record a violation; only the first occurrence of each code is kept."""
         if code not in self._violations:
             self._violations[code] = Violation(code, offset, detail)
+
+    def flag_ambiguity(self, found: Ambiguity | None, where: str) -> None:
+        """Flag markup-like or special-token text found inside a value, body or reasoning."""
+        if found is not None:
+            code = Code.SPECIAL_TOKEN_TEXT if found.special else Code.AMBIGUOUS_MARKUP
+            self.flag(code, found.at, found.describe(where))
 
     @property
     def violations(self) -> tuple[Violation, ...]:
@@ -110,13 +117,17 @@ class TurnScanner:
     def _consume_reasoning(self, pos: int) -> tuple[int, str]:
         """Read a reasoning body from `pos`; return (index after ``</think>``, body)."""
         start = pos
+        clean = True  # no exact tag inside so far (those have codes of their own)
         while True:
             at, marker = self.finder.find(pos, self._reasoning_markers)
             if marker is None:
                 self.flag(Code.REASONING_UNCLOSED, start, "<think> is never closed by </think>")
                 return len(self.text), self.text[start:]
             if marker == THINK_CLOSE:
+                if clean:
+                    self.flag_ambiguity(find_in_value(self.text, start, at), "the reasoning")
                 return at + len(marker), self.text[start:at]
+            clean = False
             if marker == THINK_OPEN:
                 self.flag(Code.REASONING_DUPLICATE, at, "<think> inside a reasoning block")
             else:
