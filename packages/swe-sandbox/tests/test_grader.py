@@ -56,3 +56,23 @@ def test_junk_never_yields_a_pass(junk: list[str]) -> None:
 
 def test_plugin_source_is_valid_python() -> None:
     compile(PLUGIN_SOURCE, "swe_sandbox_report.py", "exec")
+
+
+def test_version_2_pass_needs_a_clean_call_record() -> None:
+    def passed(nodeid: str) -> str:
+        return line(event="test", nodeid=nodeid, when="call", outcome="passed")
+
+    lines = [
+        line(event="start", v=2),
+        line(event="call", nodeid="t::ok", raised=False),
+        passed("t::ok"),
+        line(event="call", nodeid="t::forged", raised=True),  # the report object was patched
+        passed("t::forged"),
+        passed("t::never-ran"),  # a report for a test whose function was never called
+        line(event="finish", exitstatus=0),
+    ]
+    assert parse_report(lines).outcomes == {
+        "t::ok": TestOutcome.PASSED,
+        "t::forged": TestOutcome.FAILED,
+        "t::never-ran": TestOutcome.MISSING,
+    }

@@ -25,6 +25,8 @@ PLUGIN_SOURCE = '''\
 import json
 import os
 
+import pytest
+
 _REPORT = None
 
 
@@ -43,19 +45,27 @@ def _emit(record):
 def pytest_configure(config):
     global _REPORT
     if _REPORT is not None:
-        _emit({"event": "start"})
+        _emit({"event": "start", "v": 2})
         return
     # Shell fallback. Pop the path so code under test, imported later, cannot find the report via the
     # environment (/grader and the report directory are not listable by the agent uid either).
     path = os.environ.pop("SWE_SANDBOX_REPORT", None)
     if path:
         _REPORT = open(path, "a", encoding="utf-8")
-        _emit({"event": "start"})
+        _emit({"event": "start", "v": 2})
 
 
 def pytest_collectreport(report):
     if report.failed:
         _emit({"event": "collect", "nodeid": report.nodeid, "outcome": "failed"})
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_call(item):
+    # Whether the test function raised, seen by the hook machinery itself: a test report object
+    # patched to say "passed" (TestReport.from_item_and_call, report.outcome) contradicts it.
+    outcome = yield
+    _emit({"event": "call", "nodeid": item.nodeid, "raised": outcome.excinfo is not None})
 
 
 def pytest_runtest_logreport(report):
@@ -103,6 +113,8 @@ def parse_report(lines: Iterable[str]) -> ParsedReport:
     collection_errors: list[str] = []
     exit_status: int | None = None
     started = False
+    version = 1
+    raised: dict[str, bool] = {}
     for line in lines:
         try:
             record = json.loads(line)
@@ -113,6 +125,12 @@ def parse_report(lines: Iterable[str]) -> ParsedReport:
         event = record.get("event")
         if event == "start":
             started = True
+            found = record.get("v")
+            version = found if isinstance(found, int) else 1
+        elif event == "call" and isinstance(record.get("nodeid"), str):
+            raised[record["nodeid"]] = raised.get(record["nodeid"], False) or bool(
+                record.get("raised", True)
+            )
         elif event == "collect":
             collection_errors.append(str(record.get("nodeid", "")))
         elif event == "test" and isinstance(record.get("nodeid"), str):
@@ -125,6 +143,10 @@ def parse_report(lines: Iterable[str]) -> ParsedReport:
             )
         elif event == "finish" and isinstance(record.get("exitstatus"), int):
             exit_status = record["exitstatus"]
+    if version >= 2:  # a pass needs the hook-level record of a call that did not raise
+        for nodeid, outcome in outcomes.items():
+            if outcome is TestOutcome.PASSED and raised.get(nodeid) is not False:
+                outcomes[nodeid] = TestOutcome.FAILED if nodeid in raised else TestOutcome.MISSING
     return ParsedReport(
         outcomes=outcomes,
         collection_errors=tuple(collection_errors),

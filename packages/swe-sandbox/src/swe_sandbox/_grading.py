@@ -188,11 +188,19 @@ def _grade_in(
     try:
         fresh.restore(prepared.restore_files)
         before = fingerprint(fresh, guarded)
-    except SandboxError as exc:
+    except (SandboxError, OSError) as exc:
         return zero(task, f"restore-failed: {exc}", began)
-    result = run_tests(fresh, task, fresh.limits.grade_timeout_s)
-    after = fingerprint(fresh, guarded)
-    changed = sorted(p for p in guarded if before.get(p) != after.get(p))
+    try:
+        result = run_tests(fresh, task, fresh.limits.grade_timeout_s)
+    except GradingError:
+        raise
+    except SandboxError as exc:  # the code under test took the grading sandbox down
+        return zero(task, f"run-failed: {exc}", began)
+    try:
+        after = fingerprint(fresh, guarded)
+    except SandboxError as exc:
+        after = {"<fingerprint>": str(exc)}
+    changed = sorted(p for p in {*guarded, *after} if before.get(p) != after.get(p))
     if changed:
         reason = f"tampered: graded files changed during the run: {', '.join(changed[:5])}"
         result = attrs.evolve(result, reward=0, reasons=(*result.reasons, reason))

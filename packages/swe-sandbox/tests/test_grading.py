@@ -1,0 +1,82 @@
+"""`_grading` on both backends: submit never raises for what the agent did, reset is a clean
+slate or no sandbox at all."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from swe_sandbox import Backend, Sandbox, SandboxClosedError, SandboxError, TaskSpec
+
+#: Damage an agent can do to its own sandbox; grading must still return a verdict.
+DAMAGE = {
+    "read-only-test-dir": "chmod -R a-w tests",
+    "unreadable-source-dir": "chmod 000 calc",
+    "no-git-dir": "rm -rf .git",
+    "git-dir-is-a-file": "rm -rf .git && echo gitdir: /nowhere > .git",
+    "test-dir-symlink-into-git": "mv tests .git/t && ln -s .git/t tests",
+    "test-dir-symlink-newline-name": (
+        'd="$(printf \'x\\ny\')" && mv tests "$d" && ln -s "$d" tests'
+    ),
+    "tree-full-of-fifos": "mkfifo calc/pipe tests/pipe",
+}
+
+
+@pytest.fixture(scope="module")
+def shared(backend: Backend, toy_task: TaskSpec) -> Iterator[Sandbox]:
+    with Sandbox.create(toy_task, backend) as sandbox:
+        yield sandbox
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_submit_returns_a_verdict_whatever_the_agent_broke(
+    shared: Sandbox, toy_task: TaskSpec, damage: str
+) -> None:
+    shared.reset(toy_task)
+    shared.apply_patch(toy_task.gold_patch)
+    assert shared.execute_bash(DAMAGE[damage]).ok
+    result = shared.submit()  # must not raise
+    # The fix is in calc/core.py and survives every damage above: graded honestly, it passes
+    # (the agent's .git, test directory and modes play no part in grading).
+    assert result.reward == 1, (damage, result.reasons)
+
+
+def test_unappliable_patch_is_a_zero_with_a_reason(backend: Backend, toy_task: TaskSpec) -> None:
+    from swe_sandbox import grade_patch
+
+    broken = "diff --git a/calc/core.py b/calc/core.py\n--- a/calc/core.py\n+++ b/calc/core.py\n"
+    broken += "@@ -1,1 +1,1 @@\n-no such line\n+x\n"
+    result = grade_patch(toy_task, broken, backend)
+    assert result.reward == 0
+    assert result.reason_codes == ("patch-failed",)
+
+
+def test_reset_is_a_clean_slate(shared: Sandbox, toy_task: TaskSpec) -> None:
+    shared.reset(toy_task)
+    planted = (
+        "echo s > /dev/shm/secret && mkdir -p /work/locked/in /tmp/locked/in"
+        " && touch /work/locked/in/f /tmp/locked/in/f"
+        " && chmod 000 /work/locked/in /work/locked /tmp/locked/in /tmp/locked"
+        " && (setsid sleep 300 >/dev/null 2>&1 &)"
+    )
+    assert shared.execute_bash(planted).ok
+    shared.reset(toy_task)
+    check = shared.execute_bash(
+        "ls -A /dev/shm; ls -d /work/locked /tmp/locked 2>/dev/null; pgrep -c -u 1000 sleep; true"
+    )
+    assert check.output.split() == ["0"], check.output
+
+
+def test_reset_that_cannot_wipe_removes_the_sandbox(backend: Backend, toy_task: TaskSpec) -> None:
+    sandbox = Sandbox.create(toy_task, backend)
+    try:
+        # A file the agent uid cannot delete (root's, in the sticky /tmp).
+        assert sandbox.run("touch /tmp/root-owned", user="root").ok
+        with pytest.raises(SandboxError, match="removed"):
+            sandbox.reset(toy_task)
+        assert sandbox.closed
+        with pytest.raises(SandboxClosedError):
+            sandbox.execute_bash("true")
+    finally:
+        sandbox.close()
