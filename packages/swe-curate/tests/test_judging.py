@@ -39,7 +39,7 @@ def test_loose_suite_is_too_loose_with_the_shortcut_as_evidence(
         for e in rec.evidence
         if e["kind"] == "wrong" and e["reward"] == 1 and not e.get("equivalent_suspect")
     ]
-    assert "special_case_test_values" in {e["mutator"] for e in passing}
+    assert "special_case_issue_example" in {e["mutator"] for e in passing}
 
 
 def test_implementation_detail_suite_is_over_restrictive(
@@ -88,6 +88,7 @@ def _shortcut_model(body: dict[str, Any]) -> Any:
                         "kind": "wrong",
                         "patch": make_patch({"geom/ops.py": source}, {"geom/ops.py": wrong}),
                         "rationale": "hard-code",
+                        "shortcut": "special_case_example",
                     },
                 )
             )

@@ -37,6 +37,7 @@ def _ctx() -> JudgeContext:
         pass_to_pass=(),
         read_file=read,
         list_files=lambda: sorted(FILES),
+        graded_files=("tests/test_m.py",),
     )
 
 
@@ -58,37 +59,43 @@ def scripted_model(body: dict[str, Any]) -> Any:
             return reply_tool_calls(("list_files", {}), ("read_file", {"path": "pkg/m.py"}))
         if step == 2:
             return reply_tool_calls(
-                ("propose_patch", {"kind": "wrong", "patch": "not a diff", "rationale": "x"})
-            )
-        if step == 3:
-            source = results[1]
-            wrong = source.replace(
-                "    return x\n", "    if x == -5:\n        return 0\n    return x\n"
-            )
-            correct = source.replace("    return x\n", "    return max(x, lo)\n")
-            return reply_tool_calls(
                 (
                     "propose_patch",
                     {
                         "kind": "wrong",
-                        "patch": make_patch({"pkg/m.py": source}, {"pkg/m.py": wrong}),
-                        "rationale": "special-case",
+                        "patch": "not a diff",
+                        "rationale": "x",
+                        "shortcut": "partial",
                     },
-                ),
-                (
-                    "propose_patch",
-                    {
-                        "kind": "correct",
-                        "patch": make_patch({"pkg/m.py": source}, {"pkg/m.py": correct}),
-                        "rationale": "max",
-                    },
-                ),
+                )
+            )
+        if step == 3:
+            source = results[1]
+
+            def proposal(kind: str, new_source: str, **extra: str) -> tuple[str, dict[str, str]]:
+                patch = make_patch({"pkg/m.py": source}, {"pkg/m.py": new_source})
+                return ("propose_patch", {"kind": kind, "patch": patch, "rationale": "r", **extra})
+
+            hidden = source.replace(
+                "    return x\n", "    if x == -5:\n        return 0\n    return x\n"
+            )
+            edge = source.replace(
+                "    return x\n", "    if x < lo - 1:\n        return lo\n    return x\n"
+            )
+            correct = source.replace("    return x\n", "    return max(x, lo)\n")
+            return reply_tool_calls(
+                proposal("wrong", hidden, shortcut="special_case_example"),
+                proposal("wrong", edge, shortcut="edge_case"),
+                proposal("wrong", edge),
+                proposal("correct", correct, varies="max() instead of an if"),
+                proposal("correct", correct),
                 (
                     "propose_patch",
                     {
                         "kind": "wrong",
                         "patch": make_patch({"tests/test_m.py": TEST}, {"tests/test_m.py": ""}),
                         "rationale": "cheat",
+                        "shortcut": "partial",
                     },
                 ),
             )
@@ -119,19 +126,27 @@ def test_three_questions_through_tool_calls() -> None:
         cfs = judge.counterfactuals(_ctx())
         q3 = judge.issue_states_tests(_ctx(), "wrong patch passed")
     assert q1.holds
-    assert [cf.kind for cf in cfs] == [
-        Kind.WRONG,
-        Kind.CORRECT,
-    ]  # broken + test-editing ones refused
-    assert "if x == -5" in cfs[0].patch
+    # Refused: not a diff, a literal only the withheld tests hold, no `shortcut`, no `varies`,
+    # an edit of a graded test file.
+    assert [cf.kind for cf in cfs] == [Kind.WRONG, Kind.CORRECT]
+    assert "if x < lo - 1" in cfs[0].patch
+    assert cfs[0].description.startswith("edge_case:")
+    assert cfs[1].requirement == "max() instead of an if (left open by the issue)"
     assert not q3.holds
     assert q3.rewritten_issue == "clamp(x, lo, hi) must return lo when x < lo"
     q2_requests = [r for r in srv.requests if r["messages"][1]["content"].startswith("Question 2")]
     errors = [c for c in _tool_results(q2_requests[-1]) if c.startswith("error:")]
     assert any("not a unified diff" in e for e in errors)
     assert any("graded test files" in e for e in errors)
+    assert any("hard-codes ['-5'], which appear only in the withheld tests" in e for e in errors)
+    assert any("needs `shortcut`" in e for e in errors)
+    assert any("needs `varies`" in e for e in errors)
+    assert (
+        "never from the withheld tests (tests/test_m.py)"
+        in q2_requests[0]["messages"][1]["content"]
+    )
     tool_ids = {m["tool_call_id"] for m in q2_requests[-1]["messages"] if m["role"] == "tool"}
-    assert tool_ids == {"call_0", "call_1", "call_2"}
+    assert tool_ids == {f"call_{i}" for i in range(6)}
     assert {t["function"]["name"] for t in q2_requests[0]["tools"]} == {
         "read_file",
         "list_files",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+import pytest
 from curate_programs import program_pairs
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,8 +14,9 @@ from hypothesis import strategies as st
 from swe_curate._correct import correct_counterfactuals
 from swe_curate._counterfactual import Kind
 from swe_curate._diff import apply_patch, make_patch
+from swe_curate._issue import issue_examples
 from swe_curate._source import PatchedTree, same_program
-from swe_curate._special_case import special_case_test_values
+from swe_curate._special_case import special_case_issue_examples
 from swe_curate._wrong import wrong_counterfactuals
 
 
@@ -62,7 +64,7 @@ def test_wrong_counterfactuals_apply_to_the_buggy_tree_and_differ_from_both_tree
     if same_program(buggy, gold):
         return
     tree, patch = _tree(buggy, gold)
-    for cf in wrong_counterfactuals(tree, patch, {}):
+    for cf in wrong_counterfactuals(tree, patch):
         assert cf.kind is Kind.WRONG
         mutant = apply_patch({"pkg/m.py": buggy}, cf.patch)["pkg/m.py"]
         ast.parse(mutant)
@@ -91,15 +93,15 @@ from pkg.m import clamp
 
 def test_low():
     assert clamp(-5, 0, 10) == 0
+    assert clamp(-7, -3, 10) == -3
 """
+CLAMP_ISSUE = "clamp ignores its lower bound: clamp(-5, 0, 10) returns -5; it should return 0."
 
 
 def _mutants(kind_filter: str | None = None) -> dict[str, list[str]]:
     tree, patch = _tree(CLAMP_BUGGY, CLAMP_GOLD)
     out: dict[str, list[str]] = {}
-    for cf in wrong_counterfactuals(
-        tree, patch, {"tests/test_m.py": CLAMP_TEST}, limit_per_mutator=10
-    ):
+    for cf in wrong_counterfactuals(tree, patch, issue_examples(CLAMP_ISSUE), limit_per_mutator=10):
         if kind_filter is None or cf.mutator == kind_filter:
             out.setdefault(cf.mutator, []).append(
                 apply_patch({"pkg/m.py": CLAMP_BUGGY}, cf.patch)["pkg/m.py"]
@@ -121,36 +123,46 @@ def test_each_wrong_mutator_fires_on_a_typical_fix() -> None:
         "off_by_one",
         "return_early",
         "drop_statement",
-        "special_case_test_values",
+        "special_case_issue_example",
     } <= set(mutants)
     assert any("not (x < lo and lo <= hi)" in m for m in mutants["invert_condition"])
     assert any("if x < lo:" in m for m in mutants["weaken_condition"])
     assert any("x <= lo" in m for m in mutants["off_by_one"])
 
 
-def test_special_case_passes_the_checked_value_and_nothing_else() -> None:
-    (mutant,) = _mutants("special_case_test_values")["special_case_test_values"]
-    assert _clamp(mutant, -5, 0, 10) == 0  # the value the test checks
+def test_special_case_hard_codes_the_issue_example_and_nothing_else() -> None:
+    (mutant,) = _mutants("special_case_issue_example")["special_case_issue_example"]
+    assert _clamp(mutant, -5, 0, 10) == 0  # the value the issue states
     assert _clamp(mutant, -6, 0, 10) == -6  # still the bug everywhere else
     assert _clamp(CLAMP_GOLD, -6, 0, 10) == 0
 
 
-def test_special_case_needs_literal_calls_in_the_tests() -> None:
+def test_special_case_never_reads_the_withheld_tests() -> None:
+    """The tests check clamp(-7, -3, 10); only the issue's clamp(-5, 0, 10) may be hard-coded."""
+    (mutant,) = _mutants("special_case_issue_example")["special_case_issue_example"]
+    assert "-7" not in mutant
+    assert _clamp(mutant, -7, -3, 10) == -7
     tree, _ = _tree(CLAMP_BUGGY, CLAMP_GOLD)
-    loose = "def test_low():\n    v = -5\n    assert clamp(v, 0, 10) == 0\n"
-    assert special_case_test_values(tree, {"t.py": loose}) == []
-    unittest_style = "class T:\n    def test(self):\n        self.assertEqual(clamp(-1, 0, 3), 0)\n"
-    (cf,) = special_case_test_values(tree, {"t.py": unittest_style})
-    assert "-1" in cf.patch
+    assert special_case_issue_examples(tree, issue_examples("clamp is wrong for low x")) == []
+
+
+def test_special_case_raises_the_stated_error() -> None:
+    tree, _ = _tree(CLAMP_BUGGY, CLAMP_GOLD)
+    issue = "clamp(3, 5, 1) should raise ValueError (an empty interval)."
+    (cf,) = special_case_issue_examples(tree, issue_examples(issue))
+    mutant = apply_patch({"pkg/m.py": CLAMP_BUGGY}, cf.patch)["pkg/m.py"]
+    with pytest.raises(ValueError, match="invalid input"):
+        _clamp(mutant, 3, 5, 1)
+    assert _clamp(mutant, 3, 5, 2) == 2  # the bug's answer elsewhere
 
 
 def test_drop_hunk_needs_two_hunks() -> None:
     tree, patch = _tree(CLAMP_BUGGY, CLAMP_GOLD)
-    assert not [c for c in wrong_counterfactuals(tree, patch, {}) if c.mutator == "drop_hunk"]
+    assert not [c for c in wrong_counterfactuals(tree, patch) if c.mutator == "drop_hunk"]
     spaced_buggy = CLAMP_BUGGY + "\n" * 10 + "LIMIT = 1\n"
     spaced_gold = CLAMP_GOLD + "\n" * 10 + "LIMIT = 2\n"
     tree, patch = _tree(spaced_buggy, spaced_gold)
-    drops = [c for c in wrong_counterfactuals(tree, patch, {}) if c.mutator == "drop_hunk"]
+    drops = [c for c in wrong_counterfactuals(tree, patch) if c.mutator == "drop_hunk"]
     assert len(drops) == 2
 
 

@@ -13,7 +13,7 @@ from swe_curate._judge import OfflineJudge
 from swe_curate._judging import judge_task
 from swe_curate._records import TaskRecord
 from swe_curate._scorer import SandboxScorer
-from swe_curate._strengthen import _cover, render_tests, strengthen_task
+from swe_curate._strengthen import Check, _cover, render_tests, strengthen_task
 from swe_curate._verdicts import Verdict
 
 
@@ -30,8 +30,7 @@ def test_loose_suite_is_strengthened_and_then_accepted(
     assert m["gold_reward"] == 1
     assert m["wrong_rewards"]
     assert set(m["wrong_rewards"]) == {0}
-    assert m["derived_from_gold"] is True
-    assert "assert clamp(" in m["test_source"]
+    assert "def test_issue_example_0():\n    assert clamp(-5, 0, 10) == 0" in m["test_source"]
     repaired = task_from_native_row(m["task"])
     assert set(task.fail_to_pass) < set(repaired.fail_to_pass)
     assert repaired.problem_statement == task.problem_statement
@@ -59,14 +58,18 @@ def test_cover_picks_few_cases_that_reject_every_coverable_patch(
 
 
 def test_rendered_tests_assert_values_and_exceptions() -> None:
-    cases = [
-        ProbeCase("geom.ops", "clamp", "(-6, 0, 10)"),
-        ProbeCase("geom.ops", "clamp", "(None, 0, 1)"),
+    checks = [
+        Check(ProbeCase("geom.ops", "clamp", "(-6, 0, 10)"), ProbeResult(True, "0"), "issue"),
+        Check(
+            ProbeCase("geom.ops", "clamp", "(None, 0, 1)"), ProbeResult(False, "TypeError"), "gold"
+        ),
     ]
-    source = render_tests("t-1", cases, [ProbeResult(True, "0"), ProbeResult(False, "TypeError")])
-    namespace: dict[str, object] = {}
+    source = render_tests("t-1", checks)
     compile(source, "<strengthened>", "exec")
     assert "from geom.ops import clamp" in source
-    assert "assert clamp(*(-6, 0, 10)) == 0" in source
-    assert "with pytest.raises(TypeError):" in source
-    assert namespace == {}
+    assert "def test_issue_example_0():\n    assert clamp(-6, 0, 10) == 0\n" in source
+    assert (
+        "def test_gold_behaviour_1():\n    with pytest.raises(TypeError):\n        clamp(None, 0, 1)\n"
+        in source
+    )
+    assert checks[1].describe() == "clamp(None, 0, 1) raises TypeError"

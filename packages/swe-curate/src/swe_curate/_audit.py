@@ -17,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from swe_curate._errors import CurateError, PatchApplyError, ScorerError
+from swe_curate._errors import CurateError, PatchApplyError, ScorerError, TaskInputError
 from swe_curate._probe import (
     ASSERT_PLUGIN,
     ASSERT_PLUGIN_SOURCE,
@@ -86,6 +86,8 @@ def audit_task(task: TaskSpec, scorer: Scorer, config: AuditConfig = AuditConfig
         gold = [scorer.grade(task, task.gold_patch) for _ in range(config.reruns)]
     except PatchApplyError as exc:
         return record(Verdict.PATCH_DOES_NOT_APPLY, f"gold patch: {exc}", {})
+    except TaskInputError as exc:
+        return record(Verdict.for_input_error(exc), str(exc), {})
     except CurateError as exc:
         return record(Verdict.SANDBOX_ERROR, str(exc), {})
     return record(*_judge_runs(task, scorer, config, buggy, gold))

@@ -1,8 +1,11 @@
-"""``swe-curate audit|judge|strengthen|inject|summary``: the pipelines over files of task rows.
+"""``swe-curate run|audit|judge|strengthen|inject|summary``: curation over files of task rows.
 
-Every stage appends to one JSON-lines record file (``--records``) and skips the tasks it has
-already judged there, so an interrupted run resumes where it stopped. Bad rows, patches that do
-not apply, judge and sandbox failures become rejection records; the run carries on.
+``run`` does every stage for a batch (audit, judge, strengthen) and writes the kept and dropped
+rows; the single-stage commands append to one JSON-lines record file (``--records``). All skip
+the tasks they have already finished, so an interrupted run resumes where it stopped. Bad rows,
+missing repositories or test programs, patches that do not apply, judge and sandbox failures
+become records with their own verdicts; the run carries on. Bad arguments or unreadable files
+end the command with one ``swe-curate: error: ...`` line on stderr and a non-zero exit.
 """
 
 from __future__ import annotations
@@ -11,8 +14,10 @@ import argparse
 import json
 import re
 import sys
+import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -20,13 +25,15 @@ from rich.table import Table
 
 from swe_curate._audit import AuditConfig, audit_task
 from swe_curate._chat import ChatClient, ChatConfig
-from swe_curate._errors import CurateError
+from swe_curate._errors import CurateError, TaskInputError
 from swe_curate._importers import ImportedRow, RowFormat, import_rows
 from swe_curate._inject import InjectConfig, inject, unpack_source
 from swe_curate._judge import Judge, OfflineJudge
 from swe_curate._judging import judge_task
 from swe_curate._llm_judge import LLMJudge
+from swe_curate._pooled import PoolRunner
 from swe_curate._records import RecordStore, TaskRecord, summarize
+from swe_curate._run import RunConfig, RunOutput, run_pipeline, stage_rates
 from swe_curate._scorer import SandboxScorer
 from swe_curate._strengthen import strengthen_task
 from swe_curate._verdicts import Verdict
@@ -55,10 +62,13 @@ def _backend(name: str) -> Backend:
     return DockerBackend() if name == "docker" else NamespaceBackend()
 
 
-def _scorer(args: argparse.Namespace) -> SandboxScorer:
+def _limits(args: argparse.Namespace) -> Limits:
     # Mutants can loop forever (an inverted `while`): bound every graded run.
-    limits = Limits(grade_timeout_s=args.grade_timeout, exec_timeout_s=args.grade_timeout)
-    return SandboxScorer(_backend(args.backend), limits)
+    return Limits(grade_timeout_s=args.grade_timeout, exec_timeout_s=args.grade_timeout)
+
+
+def _scorer(args: argparse.Namespace) -> SandboxScorer:
+    return SandboxScorer(_backend(args.backend), _limits(args))
 
 
 def _progress(console: Console) -> Progress:
@@ -88,11 +98,14 @@ def _run_stage(
         for row in pending:
             if row.task is None:
                 record: TaskRecord | None = TaskRecord(
-                    row.instance_id, stage, Verdict.MALFORMED_ROW, row.error
+                    row.instance_id, stage, row.verdict, row.error
                 )
             else:
                 try:
                     record = work(row.task)
+                except TaskInputError as exc:
+                    verdict = Verdict.for_input_error(exc)
+                    record = TaskRecord(row.instance_id, stage, verdict, str(exc))
                 except CurateError as exc:  # a stage never stops the run for one task
                     record = TaskRecord(row.instance_id, stage, Verdict.SANDBOX_ERROR, str(exc))
             if record is not None:
@@ -152,7 +165,12 @@ def cmd_strengthen(args: argparse.Namespace, console: Console) -> int:
     def work(task: TaskSpec) -> TaskRecord | None:
         verdict = judged.get(task.instance_id)
         if verdict is None or verdict.verdict is not Verdict.TOO_LOOSE:
-            return None
+            why = (
+                "no judge record (run `swe-curate judge` first)"
+                if verdict is None
+                else f"judge verdict is {verdict.verdict.value}; only too_loose suites are strengthened"
+            )
+            return TaskRecord(task.instance_id, "strengthen", Verdict.SKIPPED, why)
         record = strengthen_task(task, scorer, verdict, audits.get(task.instance_id))
         if deck is not None and record.verdict is Verdict.STRENGTHENED:
             _append_row(deck, record.measurements["task"])
@@ -188,7 +206,53 @@ def cmd_inject(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def cmd_run(args: argparse.Namespace, console: Console) -> int:
+    rows = list(import_rows(args.tasks, RowFormat(args.format)))
+    unknown = sorted(set(args.force or ()) - {row.instance_id for row in rows})
+    if unknown:
+        raise CurateError(f"--force: no row of {args.tasks} has the id(s) {unknown}")
+    _judge_from(args)  # a misconfigured judge fails here, before any sandbox starts
+    config = RunConfig(
+        workers=args.workers,
+        force=frozenset(args.force or ()),
+        audit=AuditConfig(reruns=args.reruns, binding=not args.no_binding),
+    )
+    output = RunOutput(Path(args.out))
+    began = time.monotonic()
+    with (
+        PoolRunner(_backend(args.backend), _limits(args), args.workers) as runner,
+        _progress(console) as progress,
+    ):
+        bar = progress.add_task("run", total=None, last="")
+
+        def on_start(pending: int, skipped: int) -> None:
+            progress.update(bar, total=pending)
+            console.print(f"run: {skipped} task(s) already finished, {pending} to go")
+
+        def on_done(record: TaskRecord) -> None:
+            progress.update(bar, advance=1, last=f"{record.instance_id}: {record.verdict.value}")
+
+        finals = run_pipeline(
+            rows, output, runner.scorer, lambda: _judge_from(args), config, on_done, on_start
+        )
+    kept = sum(bool(r.measurements.get("kept")) for r in finals)
+    console.print(summary_table(finals, f"run — {kept} kept, {len(finals) - kept} dropped"))
+    ids = {r.instance_id for r in finals}
+    rates = stage_rates(r for r in RecordStore(output.records) if r.instance_id in ids)
+    for stage, rate in rates.items():
+        console.print(
+            f"{stage}: {rate['tasks']} task(s), {rate['tasks_per_hour']} tasks/hour per worker"
+        )
+    console.print(
+        f"wall time {time.monotonic() - began:.1f} s with {args.workers} worker(s); "
+        f"rows in {output.kept} and {output.dropped}"
+    )
+    return 0
+
+
 def cmd_summary(args: argparse.Namespace, console: Console) -> int:
+    if not Path(args.records).is_file():
+        raise CurateError(f"{args.records}: no such record file")
     store = RecordStore(args.records)
     stages = [args.stage] if args.stage else sorted({r.stage for r in store})
     for stage in stages:
@@ -202,65 +266,167 @@ def _append_row(path: Path, row: dict[str, object]) -> None:
         handle.write(json.dumps(row, sort_keys=True) + "\n")
 
 
+def _positive(kind: type[int] | type[float]) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        return value
+
+    parse.__name__ = f"positive {kind.__name__}"
+    return parse
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line (``swe-curate <cmd>: error: ...``), exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message} (see --help)\n")
+        raise SystemExit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="swe-curate", description=__doc__)
+    parser = _Parser(
+        prog="swe-curate", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser, tasks: bool = True) -> None:
         if tasks:
             p.add_argument("tasks", help="task rows: .jsonl, .json or .parquet")
-            p.add_argument("--format", default="auto", choices=[f.value for f in RowFormat])
-        p.add_argument("--records", required=True, help="JSON-lines record file (resumable)")
-        p.add_argument("--backend", default="namespace", choices=["namespace", "docker"])
+            p.add_argument(
+                "--format",
+                default="auto",
+                choices=[f.value for f in RowFormat],
+                help="row schema (default: guessed per row)",
+            )
         p.add_argument(
-            "--grade-timeout", type=float, default=120.0, help="seconds per graded run or probe"
+            "--backend",
+            default="namespace",
+            choices=["namespace", "docker"],
+            help="sandbox backend (default: namespace)",
         )
+        p.add_argument(
+            "--grade-timeout",
+            type=_positive(float),
+            default=120.0,
+            help="seconds per graded run or probe (default: 120)",
+        )
+
+    def records(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--records", required=True, help="JSON-lines record file (resumable)")
+
+    def audit_flags(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--reruns", type=_positive(int), default=5, help="runs per tree (default: 5)"
+        )
+        p.add_argument("--no-binding", action="store_true", help="skip the assertion recorder")
+
+    def judge_flags(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--judge",
+            default="offline",
+            choices=["offline", "llm"],
+            help="offline: no model; llm: SWE_CURATE_JUDGE_BASE_URL / _MODEL / _API_KEY",
+        )
+        p.add_argument(
+            "--judge-timeout",
+            type=_positive(float),
+            default=120.0,
+            help="seconds per judge request (default: 120)",
+        )
+        p.add_argument(
+            "--judge-retries",
+            type=_non_negative_int,
+            default=3,
+            help="extra attempts per judge request (default: 3)",
+        )
+
+    run = sub.add_parser("run", help="every stage for a batch: audit, judge, strengthen")
+    common(run)
+    run.add_argument(
+        "--out", required=True, help="directory for records.jsonl, kept.jsonl, dropped.jsonl"
+    )
+    run.add_argument(
+        "--workers",
+        type=_positive(int),
+        default=1,
+        help="tasks in parallel, one pooled sandbox each (default: 1)",
+    )
+    run.add_argument(
+        "--force",
+        nargs="+",
+        action="extend",
+        metavar="ID",
+        help="re-process these instance ids from scratch (others already finished are skipped)",
+    )
+    audit_flags(run)
+    judge_flags(run)
+    run.set_defaults(func=cmd_run)
 
     audit = sub.add_parser("audit", help="Pipeline 1: execution-only audit")
     common(audit)
-    audit.add_argument("--reruns", type=int, default=5)
-    audit.add_argument("--no-binding", action="store_true", help="skip the assertion recorder")
+    records(audit)
+    audit_flags(audit)
     audit.set_defaults(func=cmd_audit)
 
     judge = sub.add_parser("judge", help="Pipeline 2: counterfactual judge")
     common(judge)
-    judge.add_argument("--judge", default="offline", choices=["offline", "llm"])
-    judge.add_argument("--judge-timeout", type=float, default=120.0, help="seconds per request")
-    judge.add_argument("--judge-retries", type=int, default=3, help="extra attempts per request")
+    records(judge)
+    judge_flags(judge)
     judge.set_defaults(func=cmd_judge)
 
     strengthen = sub.add_parser("strengthen", help="repair too_loose suites")
     common(strengthen)
+    records(strengthen)
     strengthen.add_argument("--deck", help="append strengthened task rows here")
     strengthen.set_defaults(func=cmd_strengthen)
 
     inj = sub.add_parser("inject", help="build a deck by bug injection")
     inj.add_argument("source", help="a repository directory or an sdist tarball")
     common(inj, tasks=False)
+    records(inj)
     inj.add_argument("--deck", required=True, help="append injected task rows here")
     inj.add_argument("--trees", help="where mutated trees go (default: <deck>.trees)")
     inj.add_argument("--name", help="instance id prefix (default: the folder name)")
-    inj.add_argument("--max-candidates", type=int, default=30)
-    inj.add_argument("--max-tasks", type=int, default=10)
-    inj.add_argument("--seed", type=int, default=0)
+    inj.add_argument("--max-candidates", type=_positive(int), default=30, help="mutants graded")
+    inj.add_argument("--max-tasks", type=_positive(int), default=10, help="injected tasks kept")
+    inj.add_argument("--seed", type=int, default=0, help="sampling seed (default: 0)")
     inj.set_defaults(func=cmd_inject)
 
     summary = sub.add_parser("summary", help="verdict table of a record file")
-    summary.add_argument("--records", required=True)
-    summary.add_argument("--stage")
+    summary.add_argument("--records", required=True, help="JSON-lines record file")
+    summary.add_argument("--stage", help="only this stage (default: every stage)")
     summary.set_defaults(func=cmd_summary)
     return parser
 
 
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``swe-curate`` command."""
+    """Entry point of the ``swe-curate`` command (exit 0 ok, 1 bad input, 2 usage, 130 Ctrl-C)."""
     args = build_parser().parse_args(argv)
     console = Console(stderr=False)
     try:
         code: int = args.func(args, console)
-    except (CurateError, SandboxError, OSError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        return 2
+    except (CurateError, SandboxError, OSError, UnicodeError, ValueError) as exc:
+        message = " ".join(str(exc).split()) or type(exc).__name__
+        sys.stderr.write(f"swe-curate: error: {message}\n")
+        return 1
+    except KeyboardInterrupt:
+        sys.stderr.write("swe-curate: interrupted; finished records are kept, rerun to resume\n")
+        return 130
     return code
 
 

@@ -1,5 +1,8 @@
 """Correct alternatives by semantics-preserving rewrites of the gold patch (offline judge).
 
+Together with :mod:`swe_curate._leeway` (what the issue leaves open: message text, private
+helper names) these are the correct probes of Arctic-SWE §4's question 2.
+
 A suite that fails one of these grades the *implementation* rather than the behaviour the issue
 asks for (``over_restrictive``). The rewrites are chosen to be exactly equivalent for ordinary
 Python values: renaming locals, swapping adjacent statements with no data dependence and no
@@ -21,6 +24,7 @@ from swe_curate._counterfactual import (
     render_variants,
     variants_at_sites,
 )
+from swe_curate._leeway import rename_private_helpers, vary_messages
 from swe_curate._source import ChangedFunction, PatchedTree
 
 _MIRROR: dict[type[ast.cmpop], type[ast.cmpop]] = {
@@ -188,6 +192,18 @@ def correct_counterfactuals(
     tree: PatchedTree,
     mutators: Mapping[str, FunctionRewrite] | None = None,
     limit_per_mutator: int = 4,
+    *,
+    issue: str | None = None,
+    others: Mapping[str, str] | None = None,
 ) -> list[Counterfactual]:
-    """Every correct alternative the offline judge writes for this task."""
-    return render_variants(tree, Kind.CORRECT, mutators or CORRECT_MUTATORS, limit_per_mutator)
+    """Every correct alternative the offline judge writes for this task.
+
+    With the ``issue`` text, also the alternatives that vary what it leaves open: reworded
+    error messages it does not state, renamed private helpers it does not name (``others``:
+    the other visible source files, which a rename must not break).
+    """
+    found = render_variants(tree, Kind.CORRECT, mutators or CORRECT_MUTATORS, limit_per_mutator)
+    if issue is not None:
+        found += vary_messages(tree, issue)[:limit_per_mutator]
+        found += rename_private_helpers(tree, issue, others or {})[:limit_per_mutator]
+    return found

@@ -34,6 +34,9 @@ class Counterfactual:
     mutator: str
     description: str
     patch: str
+    requirement: str = ""
+    """For a correct alternative: the requirement a suite that rejects it imposes, which the
+    issue leaves open (e.g. "exact message 'X' not stated in the issue")."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -41,11 +44,19 @@ class Counterfactual:
             "mutator": self.mutator,
             "description": self.description,
             "patch": self.patch,
+            "requirement": self.requirement,
         }
 
 
 FunctionRewrite = Callable[[ChangedFunction], Iterator[tuple[str, ast.AST]]]
 """Yields ``(description, new function node)`` variants of one changed function."""
+
+REQUIREMENTS = {
+    "rename_locals": "local variable names, which the issue leaves open",
+    "reorder_independent": "the order of independent statements, which the issue leaves open",
+    "equivalent_expression": "one way of writing an expression, which the issue leaves open",
+}
+"""The requirement a failing correct alternative reveals, per function-level mutator."""
 
 
 def variants_at_sites(
@@ -127,7 +138,11 @@ def render_variants(
                 files = {**tree.gold, func.path: new_text}
                 out.append(
                     Counterfactual(
-                        kind, name, f"{func.qualname}: {description}", tree.patch_to(files)
+                        kind,
+                        name,
+                        f"{func.qualname}: {description}",
+                        tree.patch_to(files),
+                        REQUIREMENTS.get(name, "") if kind is Kind.CORRECT else "",
                     )
                 )
                 kept += 1

@@ -11,12 +11,13 @@ types when hypothesis is installed.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from swe_curate._errors import CurateError, ScorerError
+from swe_curate._issue import IssueExample
 from swe_curate._probe import (
     FUNCTION_PROBE,
     FUNCTION_PROBE_SOURCE,
@@ -40,6 +41,11 @@ class ProbeCase:
     def as_tuple(self) -> tuple[str, str, str]:
         return (self.module, self.qualname, self.args)
 
+    def call_source(self) -> str:
+        """``qualname(arg, ...)`` as Python source."""
+        args = ast.literal_eval(self.args)
+        return f"{self.qualname}({', '.join(repr(a) for a in args)})"
+
 
 def module_name(path: str) -> str | None:
     """Import name of a repository file (``src/`` layouts included); ``None`` if not a module."""
@@ -56,15 +62,29 @@ def module_name(path: str) -> str | None:
 
 
 def candidate_cases(
-    tree: PatchedTree, test_sources: Mapping[str, str], *, limit: int = 48, drawn: int = 16
+    tree: PatchedTree,
+    test_sources: Mapping[str, str],
+    *,
+    limit: int = 48,
+    drawn: int = 16,
+    examples: Sequence[IssueExample] = (),
+    only: Collection[str] | None = None,
 ) -> list[ProbeCase]:
-    """Inputs to call every changed module-level function on (deduplicated, at most ``limit``)."""
+    """Inputs to call every changed module-level function on (deduplicated, at most ``limit``).
+
+    Seeds are the issue's ``examples`` for the function when it states any, else the literal
+    calls in ``test_sources``; ``only`` restricts the functions probed (by qualname).
+    """
     cases: list[ProbeCase] = []
     for func in tree.changed_functions():
         module = module_name(func.path)
         if module is None or "." in func.qualname:
             continue  # methods need an instance we cannot build blindly
-        seeds = list(_literal_calls(func.node.name, test_sources.values()))
+        if only is not None and func.qualname not in only:
+            continue
+        seeds = [e.arguments() for e in examples if e.function == func.node.name] or list(
+            _literal_calls(func.node.name, test_sources.values())
+        )
         arity = len(func.node.args.args) - len(func.node.args.defaults)
         if not seeds and arity > 0:
             seeds = [tuple(0 for _ in range(arity))]

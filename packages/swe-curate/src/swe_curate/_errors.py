@@ -8,8 +8,20 @@ class CurateError(Exception):
     """Base class of every error raised by swe-curate."""
 
 
-class MalformedRowError(CurateError):
+class TaskInputError(CurateError):
+    """The task itself is unusable as given (a problem of the row, not of the sandbox)."""
+
+
+class MalformedRowError(TaskInputError):
     """A dataset row is missing a field, has the wrong type, or cannot be parsed."""
+
+
+class MissingRepoError(TaskInputError):
+    """The repository a task names (directory, tarball, image) does not exist here."""
+
+
+class MissingTestCommandError(TaskInputError):
+    """The task's test command is empty or names a program the sandbox does not have."""
 
 
 class PatchFormatError(CurateError):

@@ -17,12 +17,14 @@ from typing import Any
 
 import attrs
 
-from swe_curate._errors import MalformedRowError
+from swe_curate._errors import CurateError, MalformedRowError
+from swe_curate._verdicts import Verdict
 from swe_sandbox import (
     RepoKind,
     RepoSource,
     SandboxError,
     TaskSpec,
+    TaskSpecError,
     task_from_r2egym_row,
     task_from_swebench_row,
     task_from_swerebench_row,
@@ -47,6 +49,8 @@ class ImportedRow:
     instance_id: str
     task: TaskSpec | None
     error: str = ""
+    verdict: Verdict = Verdict.MALFORMED_ROW
+    """What to record when ``task is None``: ``malformed_row`` or ``missing_test_command``."""
 
 
 def detect_format(row: Mapping[str, Any]) -> RowFormat:
@@ -125,7 +129,10 @@ def read_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | Malforme
     if path.suffix == ".parquet":
         yield from _read_parquet(path)
         return
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CurateError(f"{path}: cannot read task rows: {exc}") from exc
     if path.suffix == ".json" and text.lstrip().startswith("["):
         try:
             rows = json.loads(text)
@@ -156,7 +163,10 @@ def _read_parquet(path: Path) -> Iterator[tuple[int, dict[str, Any] | MalformedR
         raise MalformedRowError(
             f"{path}: reading parquet needs pyarrow (pip install pyarrow)"
         ) from exc
-    table = pq.read_table(path)
+    try:
+        table = pq.read_table(path)
+    except (OSError, ValueError) as exc:
+        raise CurateError(f"{path}: cannot read task rows: {exc}") from exc
     yield from enumerate(table.to_pylist())
 
 
@@ -195,7 +205,13 @@ def parse_row(
         else:
             task = loader(row)
     except (SandboxError, KeyError, TypeError, ValueError) as exc:
-        return ImportedRow(index, name, None, f"{chosen.value} row: {type(exc).__name__}: {exc}")
+        verdict = (
+            Verdict.MISSING_TEST_COMMAND
+            if isinstance(exc, TaskSpecError) and "test_command" in str(exc)
+            else Verdict.MALFORMED_ROW
+        )
+        why = f"{chosen.value} row: {type(exc).__name__}: {exc}"
+        return ImportedRow(index, name, None, why, verdict)
     return ImportedRow(index, task.instance_id, task)
 
 

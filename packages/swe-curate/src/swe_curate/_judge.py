@@ -18,6 +18,7 @@ from swe_curate._correct import correct_counterfactuals
 from swe_curate._counterfactual import Counterfactual
 from swe_curate._diff import touched_paths
 from swe_curate._errors import MutationError, PatchApplyError, PatchFormatError
+from swe_curate._issue import issue_examples
 from swe_curate._source import PatchedTree
 from swe_curate._wrong import wrong_counterfactuals
 
@@ -40,6 +41,23 @@ class JudgeContext:
     read_file: Callable[[str], str]
     list_files: Callable[[], list[str]]
     measurements: Mapping[str, Any] = attrs.field(factory=dict)
+    graded_files: tuple[str, ...] = ()
+    """The withheld test files: restored for grading, never visible to an agent."""
+
+    def visible_sources(self, limit: int = 2000) -> dict[str, str]:
+        """Python files an agent sees (the tree without the withheld tests), at most ``limit``."""
+        withheld = set(self.graded_files)
+        out: dict[str, str] = {}
+        for path in self.list_files():
+            if len(out) >= limit:
+                break
+            if not path.endswith(".py") or path in withheld:
+                continue
+            try:
+                out[path] = self.read_file(path)
+            except (FileNotFoundError, ValueError):
+                continue
+        return out
 
     def gold_sources(self) -> dict[str, str]:
         """Buggy-tree text of every file the gold patch touches (missing files are skipped)."""
@@ -98,9 +116,12 @@ class Judge(Protocol):
 
 @attrs.define
 class OfflineJudge:
-    """A judge that needs no model: counterfactuals by mutating the gold patch.
+    """A judge that needs no model: counterfactuals from the issue text and the visible tree.
 
-    Question 1 is answered from execution alone (Pipeline 1 found gold passing F2P; an offline
+    Wrong patches are shortcuts an agent could write without the withheld tests (parts of the
+    gold fix, wrong edge handling, the issue's own example special-cased); correct ones vary
+    what the issue leaves open (local names, statement order, equivalent expressions, unstated
+    error messages, private helper names the issue does not mention). Question 1 is answered from execution alone (Pipeline 1 found gold passing F2P; an offline
     judge cannot read intent). Question 3 checks that the issue names at least one symbol the
     failing tests call that the gold patch changed; otherwise it appends what the tests demand,
     taken verbatim from the failing assertions.
@@ -119,11 +140,17 @@ class OfflineJudge:
             tree = PatchedTree.from_patch(ctx.gold_sources(), ctx.gold_patch)
         except (PatchApplyError, PatchFormatError) as exc:
             raise MutationError(f"gold patch cannot be replayed for mutation: {exc}") from exc
+        issue = ctx.problem_statement
         found = [
             *wrong_counterfactuals(
-                tree, ctx.gold_patch, ctx.test_sources(), self.limit_per_mutator
+                tree, ctx.gold_patch, issue_examples(issue), self.limit_per_mutator
             ),
-            *correct_counterfactuals(tree, limit_per_mutator=self.limit_per_mutator),
+            *correct_counterfactuals(
+                tree,
+                limit_per_mutator=self.limit_per_mutator,
+                issue=issue,
+                others=ctx.visible_sources(),
+            ),
         ]
         self._probes += len(found)
         return found

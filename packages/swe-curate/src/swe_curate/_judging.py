@@ -4,14 +4,17 @@ counterfactual patches with the training scorer.
 1. Does the gold patch fix the issue? No → ``gold_does_not_fix``.
 2. Do the tests grade what the issue asks? Every counterfactual is graded exactly as a training
    submission: a wrong patch with reward 1 → ``too_loose``; a correct alternative with reward 0
-   → ``over_restrictive``. A mutation-made wrong patch that no differential probe can tell apart
-   from gold is an equivalent mutant and proves nothing; it is kept as evidence, not counted.
+   → ``over_restrictive``, naming the requirement it tripped. A passing wrong patch counts only
+   if a differential probe shows it wrong on what the issue covers (the functions it names, on
+   its examples and their perturbations): one that behaves like gold there is an equivalent
+   mutant or merely differs from gold elsewhere; it is kept as evidence, not counted.
 3. Only when (1) and (2) hold: does the issue state what the tests demand? No → the judge's
    rewritten issue is recorded (``issue_rewritten``), the only edit a judge may make.
 """
 
 from __future__ import annotations
 
+import ast
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -19,6 +22,7 @@ from typing import Any
 import attrs
 
 from swe_curate._counterfactual import Counterfactual, Kind
+from swe_curate._diff import apply_patch
 from swe_curate._differential import candidate_cases, distinguishing
 from swe_curate._errors import (
     CurateError,
@@ -29,11 +33,13 @@ from swe_curate._errors import (
     PatchApplyError,
     PatchFormatError,
     ScorerError,
+    TaskInputError,
 )
+from swe_curate._issue import issue_examples, named_functions
 from swe_curate._judge import Judge, JudgeContext
 from swe_curate._records import TaskRecord
 from swe_curate._scorer import Scorer, TaskTree
-from swe_curate._source import PatchedTree
+from swe_curate._source import PatchedTree, iter_functions
 from swe_curate._verdicts import Verdict
 from swe_sandbox import TaskSpec
 
@@ -73,6 +79,7 @@ def judge_context(task: TaskSpec, measurements: Mapping[str, Any]) -> JudgeConte
         read_file=tree.read_file,
         list_files=tree.list_files,
         measurements=dict(measurements),
+        graded_files=task.graded_files,
     )
 
 
@@ -94,19 +101,80 @@ def _score(scorer: Scorer, task: TaskSpec, cfs: Sequence[Counterfactual]) -> lis
     return scored
 
 
-def _equivalent_mutants(
+def _triage(
     scorer: Scorer, task: TaskSpec, ctx: JudgeContext, suspects: list[dict[str, Any]]
-) -> set[int]:
-    """Indices (into ``suspects``) of passing mutation-made wrong patches gold cannot be told from."""
+) -> None:
+    """Mark passing wrong patches that are not shown wrong *with respect to the issue*.
+
+    Each is probed against gold on the functions the issue names (all changed functions when
+    it names none), with the issue's examples and their perturbations as inputs. A patch that
+    behaves like gold there proves nothing about the suite: ``off_issue`` when it only changes
+    functions the issue does not name (it merely differs from gold elsewhere),
+    ``equivalent_suspect`` otherwise.
+    """
     try:
         tree = PatchedTree.from_patch(ctx.gold_sources(), task.gold_patch)
-        cases = candidate_cases(tree, ctx.test_sources())
+        targets = _probe_targets(tree, ctx.problem_statement)
+        cases = candidate_cases(
+            tree, ctx.test_sources(), examples=issue_examples(ctx.problem_statement), only=targets
+        )
     except (PatchApplyError, PatchFormatError, MutationError):
-        return set()
+        return
     if not cases:
-        return set()
+        return  # nothing probeable (methods only): count every passing wrong patch
     _, differing = distinguishing(scorer, task, cases, [s["patch"] for s in suspects])
-    return {i for i, found in enumerate(differing) if not found}
+    for suspect, found in zip(suspects, differing, strict=True):
+        if found:
+            suspect["differs_on"] = cases[found[0]].call_source()
+            continue
+        changed = _changed_functions(tree, suspect["patch"])
+        if changed and not changed & targets:
+            suspect["off_issue"] = sorted(changed)
+        else:
+            suspect["equivalent_suspect"] = True
+
+
+def _probe_targets(tree: PatchedTree, issue: str) -> set[str]:
+    """Module-level changed functions the issue names, or all of them when it names none."""
+    module_level = {f.qualname for f in tree.changed_functions() if "." not in f.qualname}
+    return named_functions(issue, module_level) or module_level
+
+
+def _changed_functions(tree: PatchedTree, patch: str) -> set[str]:
+    """Qualnames of functions whose code ``patch`` makes differ from gold."""
+    try:
+        files = apply_patch(tree.buggy, patch)
+    except (PatchApplyError, PatchFormatError):
+        return set()
+    changed: set[str] = set()
+    for path, gold_text in tree.gold.items():
+        if not path.endswith(".py") or path not in files:
+            continue
+        try:
+            mine = dict(iter_functions(ast.parse(files[path])))
+        except SyntaxError:
+            continue
+        for name, node in iter_functions(ast.parse(gold_text)):
+            other = mine.get(name)
+            if other is None or ast.dump(other) != ast.dump(node):
+                changed.add(name)
+    return changed
+
+
+def discounted(entry: Mapping[str, Any]) -> bool:
+    """A wrong counterfactual that proves nothing: equivalent to gold, or wrong only off-issue."""
+    return bool(entry.get("equivalent_suspect") or entry.get("off_issue"))
+
+
+def _over_restrictive_reason(failing: Sequence[Mapping[str, Any]]) -> str:
+    """Name the requirement each failing correct alternative tripped, and the tests that did."""
+    parts = []
+    for entry in failing:
+        tests = sorted(t for t, o in (entry.get("tests") or {}).items() if o != "passed")
+        demand = entry.get("requirement") or "an unstated requirement"
+        parts.append(f"{entry['mutator']}: the suite demands {demand} (fails {tests})")
+    unique = list(dict.fromkeys(parts))
+    return f"{len(failing)} correct alternative(s) get reward 0: " + "; ".join(unique)
 
 
 def judge_task(
@@ -143,6 +211,8 @@ def judge_task(
         return record(Verdict.JUDGE_GARBAGE, str(exc))
     except (JudgeError, MutationError) as exc:
         return record(Verdict.JUDGE_ERROR, str(exc))
+    except TaskInputError as exc:
+        return record(Verdict.for_input_error(exc), str(exc))
     except ScorerError as exc:
         return record(Verdict.SANDBOX_ERROR, str(exc))
     except CurateError as exc:
@@ -168,11 +238,9 @@ def _questions(
     scored = _score(scorer, task, cfs)
     evidence.extend(scored)
     wrong_passing = [s for s in scored if s["kind"] == Kind.WRONG.value and s.get("reward") == 1]
-    mutated = [s for s in wrong_passing if s["mutator"] != "llm"]
-    if config.filter_equivalent and mutated:
-        for i in _equivalent_mutants(scorer, task, ctx, mutated):
-            mutated[i]["equivalent_suspect"] = True
-    wrong_passing = [s for s in wrong_passing if not s.get("equivalent_suspect")]
+    if config.filter_equivalent and wrong_passing:
+        _triage(scorer, task, ctx, wrong_passing)
+    wrong_passing = [s for s in wrong_passing if not discounted(s)]
     correct_failing = [
         s for s in scored if s["kind"] == Kind.CORRECT.value and s.get("reward") == 0
     ]
@@ -182,6 +250,7 @@ def _questions(
         "wrong_passing": len(wrong_passing),
         "correct_failing": len(correct_failing),
         "equivalent_suspects": sum(bool(s.get("equivalent_suspect")) for s in scored),
+        "off_issue": sum(bool(s.get("off_issue")) for s in scored),
         "not_applying": sum(s.get("reward") is None for s in scored),
     }
     if wrong_passing:
@@ -190,11 +259,7 @@ def _questions(
             Verdict.TOO_LOOSE, f"{len(wrong_passing)} wrong patch(es) get reward 1: {names}"
         )
     if correct_failing:
-        names = sorted({s["mutator"] for s in correct_failing})
-        return record(
-            Verdict.OVER_RESTRICTIVE,
-            f"{len(correct_failing)} correct alternative(s) get reward 0: {names}",
-        )
+        return record(Verdict.OVER_RESTRICTIVE, _over_restrictive_reason(correct_failing))
     summary = f"{measurements['q2']['wrong']} wrong patches all rejected, {measurements['q2']['correct']} correct alternatives all accepted"
     q3 = judge.issue_states_tests(ctx, summary)
     measurements["q3"] = {"holds": q3.holds, "rationale": q3.rationale}

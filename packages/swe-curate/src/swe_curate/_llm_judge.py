@@ -2,13 +2,19 @@
 
 Per question the model gets the task and a small tool belt — ``read_file``, ``list_files``,
 ``propose_patch`` (question 2: counterfactual patches, validated against the buggy tree before
-they are accepted) and ``answer`` / ``done`` to finish. Malformed turns are answered with a
+they are accepted) and ``answer`` / ``done`` to finish. Question 2 holds the model to the
+offline judge's contract: a wrong patch names its ``shortcut`` (``partial``,
+``special_case_example``, ``edge_case``) and may not hard-code literals found only in the
+withheld tests; a correct alternative names what it ``varies`` among the things the issue leaves
+open, which becomes the requirement an ``over_restrictive`` verdict names. Malformed turns are answered with a
 precise error so the model can recover; a judge that keeps producing garbage, or never answers
 within ``max_turns``, raises :class:`JudgeGarbageError` and the task is recorded as such.
 """
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import json
 from collections.abc import Callable
 from typing import Any
@@ -20,6 +26,7 @@ from swe_curate._counterfactual import Counterfactual, Kind
 from swe_curate._diff import apply_patch, touched_paths
 from swe_curate._errors import JudgeGarbageError, PatchApplyError, PatchFormatError
 from swe_curate._judge import Finding, JudgeContext
+from swe_curate._source import PatchedTree
 
 _MAX_FILE_CHARS = 20_000
 
@@ -42,9 +49,18 @@ Call `answer` with holds=true/false and a one-paragraph rationale."""
 Q2 = """\
 Question 2: do the tests grade what the issue asks? Do NOT answer by reading: write
 counterfactual patches against the buggy tree; they will be scored with the training grader.
-Propose at least one plausible WRONG patch (a shortcut that does not really fix the issue) and
-at least one CORRECT alternative (a different implementation of a real fix) with
-`propose_patch`, then call `done`. Graded tests: {tests}
+Propose with `propose_patch`, then call `done`:
+- at least one WRONG patch: a shortcut an agent could write from the issue text and the visible
+  repository alone, never from the withheld tests ({withheld}). Set `shortcut` to one of
+  `partial` (implements only part of the stated behaviour), `special_case_example` (hard-codes
+  the example the issue states) or `edge_case` (gets an edge case the issue specifies wrong).
+  A patch that merely differs from gold where the issue says nothing is not wrong. Literals that
+  appear only in the withheld tests are refused.
+- at least one CORRECT alternative: a real fix that differs from gold only in what the issue
+  leaves open (error-message text it does not state, helper structure, inlining or renaming
+  private helpers it does not name, an equivalent algorithm). Set `varies` to what it varies,
+  e.g. "exact message 'not a duration' not stated in the issue".
+Graded tests: {tests}
 
 Issue:
 {issue}
@@ -95,6 +111,7 @@ ANSWER = _tool(
     },
     ["holds", "rationale"],
 )
+SHORTCUTS = ("partial", "special_case_example", "edge_case")
 PROPOSE = _tool(
     "propose_patch",
     "Propose a counterfactual patch (unified diff against the buggy tree).",
@@ -102,6 +119,8 @@ PROPOSE = _tool(
         "kind": {"type": "string", "enum": ["wrong", "correct"]},
         "patch": {"type": "string"},
         "rationale": {"type": "string"},
+        "shortcut": {"type": "string", "enum": list(SHORTCUTS)},
+        "varies": {"type": "string"},
     },
     ["kind", "patch", "rationale"],
 )
@@ -134,6 +153,7 @@ class LLMJudge:
     def counterfactuals(self, ctx: JudgeContext) -> list[Counterfactual]:
         proposals: list[Counterfactual] = []
         prompt = Q2.format(
+            withheld=", ".join(ctx.graded_files) or "none",
             tests=", ".join((*ctx.fail_to_pass, *ctx.pass_to_pass)),
             issue=ctx.problem_statement,
             gold=ctx.gold_patch,
@@ -237,18 +257,89 @@ class LLMJudge:
         kind_raw, patch = args.get("kind"), args.get("patch")
         if kind_raw not in ("wrong", "correct") or not isinstance(patch, str):
             return "error: need kind in {wrong, correct} and a patch string"
+        shortcut, varies = args.get("shortcut"), str(args.get("varies") or "").strip()
+        if kind_raw == "wrong" and shortcut not in SHORTCUTS:
+            return f"error: a wrong patch needs `shortcut` in {list(SHORTCUTS)}"
+        if kind_raw == "correct" and not varies:
+            return "error: a correct alternative needs `varies`: what the issue leaves open"
         graded_files = {t.split("::", 1)[0] for t in (*ctx.fail_to_pass, *ctx.pass_to_pass)}
         try:
             paths = touched_paths(patch)
-            if graded_files & set(paths):
+            if (graded_files | set(ctx.graded_files)) & set(paths):
                 return "error: counterfactuals may not edit graded test files"
             files: dict[str, str] = {}
             for path in paths:
                 files[path] = ctx.read_file(path)
-            apply_patch(files, patch)
+            patched = apply_patch(files, patch)
         except (PatchFormatError, PatchApplyError, FileNotFoundError) as exc:
             return f"error: patch rejected: {exc}"
+        if kind_raw == "wrong" and (leaked := withheld_literals(ctx, files, patched)):
+            return (
+                f"error: patch rejected: it hard-codes {leaked}, which appear only in the "
+                "withheld tests (an agent cannot see them); derive wrong patches from the issue"
+            )
         out.append(
-            Counterfactual(Kind(kind_raw), "llm", str(args.get("rationale", ""))[:500], patch)
+            Counterfactual(
+                Kind(kind_raw),
+                "llm",
+                f"{shortcut or 'correct'}: {str(args.get('rationale', ''))[:500]}",
+                patch,
+                f"{varies} (left open by the issue)" if kind_raw == "correct" else "",
+            )
         )
         return f"accepted as {kind_raw} counterfactual #{len(out)}"
+
+
+_TRIVIAL = frozenset({0, 1, -1, 2, ""})
+
+
+def _constants(files: dict[str, str]) -> set[tuple[str, Any]]:
+    """Every number and string literal of the Python files (``-5`` counts as ``-5``)."""
+    found: set[tuple[str, Any]] = set()
+    for path, text in files.items():
+        if not path.endswith(".py"):
+            continue
+        try:
+            module = ast.parse(text)
+        except SyntaxError:
+            continue
+        negated: set[int] = set()
+        for node in ast.walk(module):
+            if (
+                isinstance(node, ast.UnaryOp)
+                and isinstance(node.op, ast.USub)
+                and isinstance(node.operand, ast.Constant)
+                and isinstance(node.operand.value, int | float)
+            ):
+                negated.add(id(node.operand))
+                found.add((type(node.operand.value).__name__, -node.operand.value))
+            elif (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, int | float | str)
+                and id(node) not in negated
+            ):
+                found.add((type(node.value).__name__, node.value))
+    return found
+
+
+def withheld_literals(
+    ctx: JudgeContext, before: dict[str, str], after: dict[str, str]
+) -> list[str]:
+    """Literals a patch adds that the withheld tests hold but neither the issue, the patched
+    files before the patch, nor the gold patch does: knowledge an agent cannot have."""
+    withheld: dict[str, str] = {}
+    for path in ctx.graded_files:
+        try:
+            withheld[path] = ctx.read_file(path)
+        except (FileNotFoundError, ValueError):
+            continue
+    added = _constants(after) - _constants(before)
+    hidden = _constants(withheld) - _constants(before)
+    with contextlib.suppress(PatchApplyError, PatchFormatError):
+        hidden -= _constants(PatchedTree.from_patch(ctx.gold_sources(), ctx.gold_patch).gold)
+    issue = ctx.problem_statement
+    return sorted(
+        repr(value)
+        for _, value in added & hidden
+        if value not in _TRIVIAL and repr(value) not in issue and str(value) not in issue
+    )

@@ -15,15 +15,26 @@ import io
 import tarfile
 from typing import Protocol
 
-from swe_curate._errors import PatchApplyError, ScorerError
+from swe_curate._errors import (
+    CurateError,
+    MalformedRowError,
+    MissingRepoError,
+    MissingTestCommandError,
+    PatchApplyError,
+    ScorerError,
+)
 from swe_sandbox import (
     Backend,
+    BaseCommitNotFoundError,
     ExecResult,
     GradeResult,
     Limits,
+    RepoNotFoundError,
     Sandbox,
     SandboxError,
     TaskSpec,
+    TaskSpecError,
+    TestCommandNotFoundError,
     prepare_repo,
 )
 from swe_sandbox import PatchApplyError as SandboxPatchApplyError
@@ -42,12 +53,26 @@ class Scorer(Protocol):
         ...
 
 
+def input_error(task: TaskSpec, exc: SandboxError, doing: str) -> CurateError:
+    """The swe-curate error for a sandbox failure: a typed input error when the *task* is at
+    fault (missing repository or test program, bad spec), else :class:`ScorerError`."""
+    message = f"{task.instance_id}: {doing}: {exc}"
+    if isinstance(exc, RepoNotFoundError):
+        return MissingRepoError(message)
+    if isinstance(exc, TestCommandNotFoundError):
+        return MissingTestCommandError(message)
+    if isinstance(exc, TaskSpecError | BaseCommitNotFoundError):
+        return MalformedRowError(message)
+    return ScorerError(message)
+
+
 class SandboxScorer:
     """:class:`Scorer` on a swe-sandbox backend (namespace or Docker).
 
-    Raises :class:`swe_curate.PatchApplyError` when a patch does not apply and
-    :class:`ScorerError` for every other sandbox failure, so a pipeline can record either
-    against the task and move on.
+    Raises :class:`swe_curate.PatchApplyError` when a patch does not apply,
+    :class:`swe_curate.TaskInputError` subclasses when the task is at fault (missing repository,
+    missing test program) and :class:`ScorerError` for every other sandbox failure, so a
+    pipeline can record each against the task and move on.
     """
 
     def __init__(self, backend: Backend, limits: Limits | None = None) -> None:
@@ -67,19 +92,27 @@ class SandboxScorer:
         """Close the live sandbox, if any (idempotent)."""
         sandbox, self._sandbox, self._task_id = self._sandbox, None, None
         if sandbox is not None:
-            sandbox.close()
+            self._discard(sandbox)
+
+    def _open(self, task: TaskSpec) -> Sandbox:
+        """A sandbox with ``task`` loaded (overridden to draw from a pool)."""
+        return Sandbox.create(task, self.backend, self.limits)
+
+    def _discard(self, sandbox: Sandbox) -> None:
+        """Give up a sandbox this scorer no longer uses."""
+        sandbox.close()
 
     def _fresh(self, task: TaskSpec) -> Sandbox:
         try:
             if self._sandbox is None or self._task_id != task.instance_id:
                 self.close()
-                self._sandbox = Sandbox.create(task, self.backend, self.limits)
+                self._sandbox = self._open(task)
                 self._task_id = task.instance_id
             else:
                 self._sandbox.reset(task)
         except SandboxError as exc:
             self.close()
-            raise ScorerError(f"{task.instance_id}: cannot start a sandbox: {exc}") from exc
+            raise input_error(task, exc, "cannot start a sandbox") from exc
         return self._sandbox
 
     def _patched(self, task: TaskSpec, patch: str) -> Sandbox:
@@ -125,7 +158,7 @@ class TaskTree:
         try:
             prepared = prepare_repo(task)
         except SandboxError as exc:
-            raise ScorerError(f"{task.instance_id}: cannot prepare the repository: {exc}") from exc
+            raise input_error(task, exc, "cannot prepare the repository") from exc
         files: dict[str, bytes] = {}
         with tarfile.open(fileobj=io.BytesIO(prepared.tar_bytes)) as archive:
             for member in archive.getmembers():

@@ -1,41 +1,40 @@
-"""The special-casing shortcut: keep the bug, hard-code the answers the tests check.
+"""The special-casing shortcut: keep the bug, hard-code the issue's own worked example.
 
-This is the textbook wrong patch a loose suite rewards (paper §4: "a plausible wrong patch
-that passes"): for every ``assert f(<literals>) == <literal>`` (or ``assertEqual``) in the
-tests, the buggy ``f`` gets a guard returning the expected literal for exactly those inputs.
+An agent reads the issue and the visible repository, never the withheld tests, so the shortcut
+it can plausibly take is to make exactly the example the issue states come out right (Arctic-SWE
+§4: "a plausible wrong patch"). For every example ``f(<literals>)`` the issue states with a value
+or an exception, the *buggy* ``f`` gets a guard returning that value (or raising that error) for
+exactly those arguments; everything else keeps the bug.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 import copy
-from collections.abc import Mapping
+from collections.abc import Sequence
 
 from swe_curate._counterfactual import Counterfactual, Kind
+from swe_curate._issue import IssueExample
 from swe_curate._source import PatchedTree, find_function, splice_function
 
+MUTATOR = "special_case_issue_example"
 
-def special_case_test_values(
-    tree: PatchedTree, test_sources: Mapping[str, str]
+
+def special_case_issue_examples(
+    tree: PatchedTree, examples: Sequence[IssueExample]
 ) -> list[Counterfactual]:
-    """Keep the buggy function, but hard-code the answers the tests check.
-
-    For each changed function ``f`` and each ``assert f(<literals>) == <literal>`` (or
-    ``assertEqual(f(...), ...)``) in the tests, prepend ``if (args) == (values): return
-    expected`` to the *buggy* version of ``f``. This is the textbook shortcut a loose suite
-    rewards: it passes exactly the checked inputs and nothing else.
-    """
+    """The buggy code plus one guard per example the issue states for a changed function."""
     out: list[Counterfactual] = []
     for func in tree.changed_functions():
         buggy_text = tree.buggy.get(func.path)
         if buggy_text is None:
             continue
-        buggy_module = ast.parse(buggy_text)
-        buggy_func = find_function(buggy_module, func.qualname)
+        buggy_func = find_function(ast.parse(buggy_text), func.qualname)
         if buggy_func is None:
             continue
-        cases = _checked_calls(func.node.name, test_sources)
-        guards = [g for g in (_guard(buggy_func, args, kw, exp) for args, kw, exp in cases) if g]
+        mine = [e for e in examples if e.function == func.node.name]
+        guards = [g for g in (_guard(buggy_func, e) for e in mine) if g is not None]
         if not guards:
             continue
         new_func = copy.deepcopy(buggy_func)
@@ -45,8 +44,8 @@ def special_case_test_values(
         out.append(
             Counterfactual(
                 Kind.WRONG,
-                "special_case_test_values",
-                f"{func.qualname}: buggy code plus {len(guards)} hard-coded test answer(s)",
+                MUTATOR,
+                f"{func.qualname}: buggy code plus the issue's {len(guards)} example(s) hard-coded",
                 tree.patch_to(files),
             )
         )
@@ -60,85 +59,26 @@ def _after_docstring(body: list[ast.stmt], inserted: list[ast.stmt]) -> list[ast
     return [*body[:1], *inserted, *body[1:]] if has_doc else [*inserted, *body]
 
 
-Call = tuple[list[ast.expr], dict[str, ast.expr], ast.expr]
+def _outcome(example: IssueExample) -> ast.stmt | None:
+    if example.raises is None:
+        return ast.Return(value=ast.parse(example.value or "None", mode="eval").body)
+    if not isinstance(getattr(builtins, example.raises, None), type):
+        return None  # an exception class the buggy module may not have in scope
+    error = ast.Call(ast.Name(example.raises, ast.Load()), [ast.Constant("invalid input")], [])
+    return ast.Raise(exc=error, cause=None)
 
 
-def _checked_calls(name: str, test_sources: Mapping[str, str]) -> list[Call]:
-    calls: list[Call] = []
-    for text in test_sources.values():
-        try:
-            module = ast.parse(text)
-        except SyntaxError:
-            continue
-        for node in ast.walk(module):
-            pair = _assert_pair(node)
-            if pair is None:
-                continue
-            call, expected = pair
-            if _called_name(call) == name and _all_literal(
-                [*call.args, *(k.value for k in call.keywords), expected]
-            ):
-                kwargs = {k.arg: k.value for k in call.keywords if k.arg is not None}
-                calls.append((list(call.args), kwargs, expected))
-    return calls
-
-
-def _assert_pair(node: ast.AST) -> tuple[ast.Call, ast.expr] | None:
-    if isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare):
-        cmp = node.test
-        if len(cmp.ops) == 1 and isinstance(cmp.ops[0], ast.Eq | ast.Is):
-            left, right = cmp.left, cmp.comparators[0]
-            if isinstance(left, ast.Call):
-                return left, right
-            if isinstance(right, ast.Call):
-                return right, left
-    if isinstance(node, ast.Call) and _called_name(node) in {
-        "assertEqual",
-        "assertEquals",
-        "assertIs",
-    }:
-        if len(node.args) >= 2 and isinstance(node.args[0], ast.Call):
-            return node.args[0], node.args[1]
-        if len(node.args) >= 2 and isinstance(node.args[1], ast.Call):
-            return node.args[1], node.args[0]
-    return None
-
-
-def _called_name(call: ast.Call) -> str | None:
-    if isinstance(call.func, ast.Name):
-        return call.func.id
-    if isinstance(call.func, ast.Attribute):
-        return call.func.attr
-    return None
-
-
-def _all_literal(nodes: list[ast.expr]) -> bool:
-    for node in nodes:
-        try:
-            ast.literal_eval(node)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            return False
-    return True
-
-
-def _guard(
-    func: ast.FunctionDef | ast.AsyncFunctionDef,
-    args: list[ast.expr],
-    kwargs: dict[str, ast.expr],
-    expected: ast.expr,
-) -> ast.stmt | None:
+def _guard(func: ast.FunctionDef | ast.AsyncFunctionDef, example: IssueExample) -> ast.stmt | None:
+    outcome = _outcome(example)
     params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
     if params and params[0] in {"self", "cls"}:
         params = params[1:]
-    if len(args) > len(params):
+    args = [ast.parse(repr(a), mode="eval").body for a in example.arguments()]
+    if outcome is None or len(args) > len(params):
         return None
     bound = dict(zip(params, args, strict=False))
-    for key, value in kwargs.items():
-        if key in bound:
-            return None
-        bound[key] = value
     if not bound:
-        return ast.Return(value=copy.deepcopy(expected))
+        return outcome
     names = ast.Tuple(elts=[ast.Name(id=k, ctx=ast.Load()) for k in bound], ctx=ast.Load())
     values = ast.Tuple(elts=[copy.deepcopy(v) for v in bound.values()], ctx=ast.Load())
     # Compare by type *and* value so that 1 == 1.0 == True do not collapse into one case.
@@ -163,4 +103,4 @@ def _guard(
             )
         ],
     )
-    return ast.If(test=test, body=[ast.Return(value=copy.deepcopy(expected))], orelse=[])
+    return ast.If(test=test, body=[outcome], orelse=[])

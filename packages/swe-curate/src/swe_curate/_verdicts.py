@@ -1,4 +1,4 @@
-"""The verdict taxonomy (paper §4, seed 002 §4.4): one stable code per outcome of a task.
+"""The verdict taxonomy (Arctic-SWE §4): one stable code per outcome of a task.
 
 A task is *admitted* by Pipeline 1 when execution alone finds nothing wrong, and *accepted* by
 Pipeline 2 when the counterfactual judge also finds the issue/tests/gold triple in agreement.
@@ -28,6 +28,11 @@ class Verdict(enum.StrEnum):
 
     # -- input problems -----------------------------------------------------------------------
     MALFORMED_ROW = "malformed_row"
+    """A row that does not parse, or a task with no gold patch / no graded tests."""
+    MISSING_REPO = "missing_repo"
+    """The repository the row names (directory, tarball, image) is not here."""
+    MISSING_TEST_COMMAND = "missing_test_command"
+    """The test command is empty or its program does not exist in the sandbox."""
     PATCH_DOES_NOT_APPLY = "patch_does_not_apply"
 
     # -- Pipeline 1 (execution only) ----------------------------------------------------------
@@ -50,6 +55,9 @@ class Verdict(enum.StrEnum):
     # -- strengthening / injection ------------------------------------------------------------
     NOT_STRENGTHENABLE = "not_strengthenable"
     NO_VALID_MUTANT = "no_valid_mutant"
+    SKIPPED = "skipped"
+    """A stage that does not apply to this task (the reason says why; e.g. strengthening a
+    task the judge accepted). Neither kept nor a rejection by itself."""
 
     # -- infrastructure -------------------------------------------------------------------------
     JUDGE_TIMEOUT = "judge_timeout"
@@ -61,6 +69,17 @@ class Verdict(enum.StrEnum):
     def is_positive(self) -> bool:
         """True for the outcomes that keep the task in the deck."""
         return self in _POSITIVE
+
+    @classmethod
+    def for_input_error(cls, error: BaseException) -> Verdict:
+        """The input-problem verdict of a :class:`swe_curate.TaskInputError` (by class name,
+        so this module stays import-free)."""
+        names = {klass.__name__ for klass in type(error).__mro__}
+        if "MissingRepoError" in names:
+            return cls.MISSING_REPO
+        if "MissingTestCommandError" in names:
+            return cls.MISSING_TEST_COMMAND
+        return cls.MALFORMED_ROW
 
 
 _POSITIVE = frozenset(

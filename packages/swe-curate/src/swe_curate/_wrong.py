@@ -1,16 +1,19 @@
 """Wrong-but-plausible counterfactuals by mutating the gold patch (the offline judge's probes).
 
 Each mutator keeps the shape of the gold fix and breaks it the way a shortcut-taking agent
-would: drop part of the fix, invert or weaken its conditions, shift a boundary by one, return
-before the fix runs, or special-case exactly the values the tests use. Mutations are applied
-only at sites on lines the gold patch changed, so every probe is a near miss of the real fix.
+would: implement part of the fix (drop a hunk or a statement, weaken a condition), get the edge
+the issue specifies wrong (invert a condition, shift a boundary by one, return before the fix
+runs), or special-case the example the issue states. Everything is derived from the issue text
+and the visible tree (the gold patch is the judge's privilege; the withheld tests are never
+read), and mutations sit only on lines the gold patch changed: every probe is a near miss of
+the real fix that an agent could have written.
 """
 
 from __future__ import annotations
 
 import ast
 import copy
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 
 from swe_curate._counterfactual import (
     Counterfactual,
@@ -21,8 +24,9 @@ from swe_curate._counterfactual import (
     variants_at_sites,
 )
 from swe_curate._diff import count_hunks, drop_hunk
+from swe_curate._issue import IssueExample
 from swe_curate._source import ChangedFunction, PatchedTree
-from swe_curate._special_case import special_case_test_values
+from swe_curate._special_case import special_case_issue_examples
 
 _NEGATED: dict[type[ast.cmpop], type[ast.cmpop]] = {
     ast.Eq: ast.NotEq,
@@ -221,12 +225,13 @@ def drop_hunks(gold_patch: str) -> list[Counterfactual]:
 def wrong_counterfactuals(
     tree: PatchedTree,
     gold_patch: str,
-    test_sources: Mapping[str, str],
+    examples: Sequence[IssueExample] = (),
     limit_per_mutator: int = 4,
 ) -> list[Counterfactual]:
-    """Every wrong-but-plausible counterfactual the offline judge writes for this task."""
+    """Every wrong-but-plausible counterfactual the offline judge writes for this task
+    (``examples``: what the issue text states, see :func:`swe_curate.issue_examples`)."""
     return [
-        *special_case_test_values(tree, test_sources),
+        *special_case_issue_examples(tree, examples),
         *drop_hunks(gold_patch)[:limit_per_mutator],
         *render_variants(tree, Kind.WRONG, WRONG_MUTATORS, limit_per_mutator),
     ]
