@@ -90,3 +90,27 @@ def test_bad_clock_arguments() -> None:
 
 def test_default_cap_is_four() -> None:
     assert PolicyClock().max_off_policy == 4
+
+
+@given(st.lists(st.lists(st.integers(0, 4), max_size=8).map(sorted), max_size=5))
+def test_extend_by_turns_equals_the_per_token_sequence(turns: list[list[int]]) -> None:
+    # Turns come in order and versions only move forward: shift each turn past the previous.
+    shifted: list[list[int]] = []
+    floor = 0
+    for turn in turns:
+        shifted.append([floor + v for v in turn])
+        floor = shifted[-1][-1] if turn else floor
+    record = TokenVersions()
+    for turn in shifted:
+        record.extend(turn)
+    flat = [v for turn in shifted for v in turn]
+    assert record.per_token() == flat
+    assert record.num_tokens == len(flat)
+    assert record.oldest == (flat[0] if flat else None)
+    assert all(a[0] < b[0] for a, b in zip(record.runs, record.runs[1:], strict=False))
+
+
+def test_extend_refuses_a_turn_older_than_the_rollout() -> None:
+    record = TokenVersions([(2, 3)])
+    with pytest.raises(ConfigError, match="backwards"):
+        record.extend([1, 2])

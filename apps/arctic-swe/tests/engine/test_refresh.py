@@ -14,7 +14,7 @@ from transformers import Qwen3_5ForCausalLM
 
 from arctic_swe.engine import EngineConfig, Generation, RefreshError, TorchEngine
 from arctic_swe.model import assign_weights, save_policy
-from load_router import GenerateRequest
+from load_router import GenerateRequest, GenerateResult
 
 from .conftest import full_logprobs, perturbed, tiny_model
 
@@ -165,3 +165,25 @@ def test_bad_refreshes_change_nothing(tmp_path: Path) -> None:
     assert set(second.versions) == {0}
     assert second.cached_prompt_tokens > 0  # the parked cache survived the failed refreshes
     assert max_error(model, history, second) < 2e-5
+
+
+def test_protocol_result_carries_the_version_of_every_token_across_a_mid_turn_refresh() -> None:
+    model = tiny_model()
+    new_weights = perturbed(model, seed=3)
+    engine = TorchEngine(copy.deepcopy(model), EngineConfig(capacity=2))
+    prompt = [4, 5, 6, 7]
+
+    async def scenario() -> GenerateResult:
+        task = asyncio.ensure_future(engine.generate(request(prompt, 60)))
+        while engine.counters.generated_tokens < 4:
+            await asyncio.sleep(0.001)
+        await engine.refresh_weights(new_weights, 1)
+        return await task
+
+    result = asyncio.run(scenario())
+    versions = result.token_versions
+    assert len(versions) == len(result.token_ids) == len(result.logprobs)
+    switch = versions.index(1)
+    assert 0 < switch < len(versions)  # the version changed inside the turn
+    assert versions == (0,) * switch + (1,) * (len(versions) - switch)
+    assert result.policy_version == 1  # the newest token's version

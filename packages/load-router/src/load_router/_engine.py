@@ -6,6 +6,8 @@ this module only fixes the contract they must honour (Arctic-SWE §3.3).
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterable
 from typing import Protocol, runtime_checkable
 
 import attrs
@@ -37,25 +39,55 @@ class GenerateRequest:
     )
 
 
+def _optional_ints(value: Iterable[int] | None) -> tuple[int, ...] | None:
+    return None if value is None else tuple(value)
+
+
 @attrs.frozen
 class GenerateResult:
-    """What the engine sampled for one turn.
+    """What the engine sampled for one turn (Arctic-SWE §3.3).
 
-    ``token_ids`` and ``logprobs`` have the same length T (one rollout log-prob per sampled
-    token); ``policy_version`` is the weight version every one of those T tokens was sampled
-    under. A single version per turn is sound because the router never lets a refresh overlap a
-    generate call (see :meth:`load_router.Router.refresh`).
+    ``token_ids``, ``logprobs`` and ``token_versions`` have the same length T: one rollout
+    log-prob and one policy version per sampled token. ``token_versions[t]`` is the weight
+    version token ``t`` was sampled under; versions may change *inside* a turn when the engine
+    was refreshed in flight (:meth:`load_router.Router.refresh` in ``inflight`` mode), so they
+    are non-decreasing and never above ``policy_version``. ``policy_version`` is the version of
+    the newest token (the last entry of ``token_versions`` when T > 0). Left out (``None``),
+    ``token_versions`` is every token at ``policy_version``.
+
+    Raises :class:`ConfigError` for mismatched lengths, negative or decreasing versions, or a
+    last version other than ``policy_version``.
     """
 
     token_ids: tuple[int, ...] = attrs.field(converter=tuple, validator=_non_negative_ints)
     logprobs: tuple[float, ...] = attrs.field(converter=tuple)
     policy_version: int = attrs.field(validator=attrs.validators.ge(0))
+    token_versions: tuple[int, ...] = attrs.field(default=None, converter=_optional_ints)
 
     def __attrs_post_init__(self) -> None:
         if len(self.logprobs) != len(self.token_ids):
             raise ConfigError(
                 f"{len(self.token_ids)} tokens but {len(self.logprobs)} log-probs in a result"
             )
+        given: object = self.token_versions  # None until filled in here
+        if given is None:
+            filled = (self.policy_version,) * len(self.token_ids)
+            object.__setattr__(self, "token_versions", filled)  # frozen: set once, here
+            return
+        _check_token_versions(self.token_versions, len(self.token_ids), self.policy_version)
+
+
+def _check_token_versions(versions: tuple[int, ...], num_tokens: int, newest: int) -> None:
+    if len(versions) != num_tokens:
+        raise ConfigError(f"{num_tokens} tokens but {len(versions)} token versions in a result")
+    if any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in versions):
+        raise ConfigError(f"token versions must be non-negative ints, got {versions}")
+    if any(b < a for a, b in itertools.pairwise(versions)):
+        raise ConfigError(f"token versions decrease within a turn: {versions}")
+    if versions and versions[-1] != newest:
+        raise ConfigError(
+            f"the newest token's version {versions[-1]} is not the policy_version {newest}"
+        )
 
 
 @runtime_checkable
@@ -80,8 +112,14 @@ class Engine(Protocol):
       returning, re-prefill the retained history of every sequence it keeps resident — or
       release it, since the next request carries the whole history (vLLM resets its prefix
       cache this way) — so that no token after the refresh is sampled from a stale state.
-      ``invalidate_caches=False`` is the ablation that keeps stale caches. The router guarantees no ``generate`` call runs on the engine while
-      ``refresh`` runs.
+      ``invalidate_caches=False`` is the ablation that keeps stale caches.
+      ``refresh`` may run **concurrently with** ``generate`` calls on the same engine (the
+      router's ``inflight`` refresh mode): the engine pauses its running sequences where they
+      are (vLLM's ``pause(mode="keep")``), loads the weights, invalidates and re-prefills, and
+      resumes them, so the tokens of one turn sampled after the refresh come from caches
+      recomputed under the new weights and carry the new version in
+      :attr:`GenerateResult.token_versions` (tokens before it keep the old one). In the
+      router's ``drain`` mode no ``generate`` call runs on the engine while ``refresh`` runs.
     """
 
     @property

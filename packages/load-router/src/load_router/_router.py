@@ -147,6 +147,7 @@ class Router:
         self._resumed = asyncio.Event()
         self._resumed.set()
         self._refreshing = False
+        self._target_version = version
         self._next_lease_id = 0
         self._counts = dict.fromkeys(LeaseState, 0)
         self._granted = 0
@@ -378,6 +379,7 @@ class Router:
         while self._paused:
             await self._resumed.wait()
         self._raise_if_ended(lease)
+        started_at = self._version
         slot = self._slots[lease.engine_id]
         slot.running += 1
         slot.idle.clear()
@@ -392,16 +394,29 @@ class Router:
             if slot.running == 0:
                 slot.idle.set()
         self._raise_if_ended(lease)
-        if result.policy_version != self._version:
-            # Refresh never overlaps generate, so every token must carry the router's version;
-            # anything else is an engine that missed a refresh and samples from stale weights.
-            reason = (
-                f"reported policy version {result.policy_version}, router is at {self._version}"
-            )
+        reason = self._version_mismatch(result, started_at)
+        if reason is not None:
+            # An engine that missed a refresh samples from stale weights; one ahead of every
+            # published version reports weights nobody sent it. Either way it is broken.
             self.mark_down(lease.engine_id, reason)
             raise EngineFailedError(lease.engine_id, reason)
-        lease.versions[request.rollout_index].append(result.policy_version, len(result.token_ids))
+        lease.versions[request.rollout_index].extend(result.token_versions)
         return result
+
+    def _version_mismatch(self, result: GenerateResult, started_at: int) -> str | None:
+        """Why ``result``'s per-token versions cannot be right, or ``None`` when they can.
+
+        A turn that started when the router was at ``started_at`` has every token at or above
+        it (a refresh completed before the call reached every engine) and none above the newest
+        version published so far (the one being refreshed to, while a refresh runs).
+        """
+        newest = self._target_version if self._refreshing else self._version
+        first = result.token_versions[0] if result.token_versions else result.policy_version
+        if first < started_at:
+            return f"reported policy version {first}, router is at {started_at}"
+        if result.policy_version > newest:
+            return f"reported policy version {result.policy_version}, newest published {newest}"
+        return None
 
     def _raise_if_ended(self, lease: Lease) -> None:
         if lease.state is LeaseState.DRAINED:
@@ -437,6 +452,7 @@ class Router:
         if version <= self._version:
             raise StaleVersionError(f"version {version} is not newer than {self._version}")
         self._refreshing = True
+        self._target_version = version
         self._paused = True
         self._resumed.clear()
         started = time.perf_counter()

@@ -47,6 +47,19 @@ class TokenVersions:
                 return
         self._runs.append((version, count))
 
+    def extend(self, versions: Iterable[int]) -> None:
+        """Record one token per entry of ``versions`` (a turn's per-token versions, in order)."""
+        run_version: int | None = None
+        count = 0
+        for version in versions:
+            if version != run_version:
+                if run_version is not None:
+                    self.append(run_version, count)
+                run_version, count = version, 0
+            count += 1
+        if run_version is not None:
+            self.append(run_version, count)
+
     @property
     def runs(self) -> tuple[tuple[int, int], ...]:
         """The ``(version, count)`` runs, oldest first."""

@@ -96,14 +96,18 @@ class TorchEngine:
     async def generate(self, request: GenerateRequest) -> GenerateResult:
         """Sample one turn for ``request`` (load-router's contract).
 
-        The result's ``policy_version`` is the *oldest* version among its tokens; it equals
-        every token's version whenever no refresh ran during the call, which the router
-        guarantees. Use :meth:`generate_detailed` for per-token versions.
+        ``token_versions`` carries the version each token was sampled under (a refresh that
+        lands while the turn decodes changes it inside the turn); ``policy_version`` is the
+        newest token's. Use :meth:`generate_detailed` for the full record.
         """
         turn = await self.generate_detailed(request)
         ids: Any = turn.token_ids  # attrs' tuple converter confuses mypy's generics
         logprobs: Any = turn.logprobs
-        return GenerateResult(token_ids=ids, logprobs=logprobs, policy_version=min(turn.versions))
+        versions: Any = turn.versions
+        newest = turn.versions[-1] if turn.versions else self.version
+        return GenerateResult(
+            token_ids=ids, logprobs=logprobs, policy_version=newest, token_versions=versions
+        )
 
     async def generate_detailed(
         self,

@@ -62,7 +62,8 @@ class LeaseSampler:
         )
         ids = tuple(result.token_ids)
         finish = "stop" if ids and ids[-1] == self.stop_id else "max_tokens"
-        return SampledTurn(ids, tuple(result.logprobs), (result.policy_version,) * len(ids), finish)
+        versions = tuple(result.token_versions)  # per token: a refresh may land mid-turn
+        return SampledTurn(ids, tuple(result.logprobs), versions, finish)
 
 
 @dataclass(frozen=True)
