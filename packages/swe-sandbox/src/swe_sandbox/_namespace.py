@@ -37,6 +37,7 @@ from swe_sandbox._nsexec import MAX_REQUEST_BYTES, SERVER_SOURCE, control_pair, 
 from swe_sandbox._prepare import AGENT_UID
 from swe_sandbox._results import ExecResult
 from swe_sandbox._rootfs import BaseImageSpec, build_rootfs
+from swe_sandbox._seccomp import INSTALL_SOURCE, KEYCTL_X86_64, filter_program
 
 
 def runtime_root() -> Path:
@@ -65,6 +66,7 @@ def owner_alive(token: str) -> bool:
 _SETUP = r"""
 set -eu
 R="$1"; ROOTFS="$2"; BOX="$3"; TMP_BYTES="$4"; CTL_FD="$5"; AGENT="$6"; BUF="$7"; SERVER="$8"
+FILTER="$9"; KEYCTL="${10}"; INSTALL="${11}"
 read -r HOSTPID _ < /proc/self/stat
 mount --bind "$ROOTFS" "$R"
 mount -o remount,bind,ro,nosuid,nodev "$R"
@@ -85,7 +87,8 @@ ip link set lo up
 mount -o remount,bind,ro,nosuid,nodev,noexec "$R/dev" 2>/dev/null || true
 cd "$R"
 # The command server says "ready" only once chrooted and in /work.
-exec chroot . /usr/bin/python3 -I -S -c "$SERVER" "$CTL_FD" "$HOSTPID" "$AGENT" "$BUF"
+exec chroot . /usr/bin/python3 -I -S -c "$SERVER" "$CTL_FD" "$HOSTPID" "$AGENT" "$BUF" \
+  "$FILTER" "$KEYCTL" "$INSTALL"
 """
 
 
@@ -170,9 +173,14 @@ class NamespaceBackend:
 
     name = "namespace"
 
-    def __init__(self, base: BaseImageSpec | None = None, *, rootfs: Path | None = None) -> None:
+    def __init__(
+        self, base: BaseImageSpec | None = None, *, rootfs: Path | None = None, seccomp: bool = True
+    ) -> None:
         self._base = base or BaseImageSpec()
         self._rootfs = rootfs
+        #: Install the seccomp filter and a private keyring in every sandbox (x86-64 only;
+        #: elsewhere `filter_program` is ``None`` and sandboxes run without it).
+        self.seccomp = seccomp
 
     def check(self) -> None:
         if os.geteuid() != 0:
@@ -214,6 +222,7 @@ class NamespaceBackend:
         (box / "root").mkdir()
         cgroups = _cgroups.create(sandbox_id, limits)
         joins = " ".join(shlex.quote(str(c / "cgroup.procs")) for c in cgroups)
+        program = filter_program() if self.seccomp else None
         read_end, keepalive = os.pipe()
         control, init_end = control_pair()
         try:
@@ -246,6 +255,9 @@ class NamespaceBackend:
                     str(AGENT_UID),
                     str(MAX_REQUEST_BYTES),
                     SERVER_SOURCE,
+                    program.hex() if program else "",
+                    str(KEYCTL_X86_64),
+                    INSTALL_SOURCE,
                 ],
                 stdin=read_end,
                 pass_fds=(init_end.fileno(),),

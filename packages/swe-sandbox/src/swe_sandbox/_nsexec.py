@@ -45,7 +45,9 @@ _SO_SNDBUFFORCE = 32
 #: After a timeout kill, how long to wait for the init to report the reaped command.
 KILL_REPORT_S = 10.0
 
-#: Runs inside the sandbox as its PID 1 (``python3 -I -S -c SERVER_SOURCE ctl_fd host_pid uid``).
+#: Runs inside the sandbox as its PID 1 (``python3 -I -S -c SERVER_SOURCE ctl_fd host_pid uid
+#: buf [filter_hex keyctl_nr install_source]``): with a filter it joins its own keyring and
+#: installs the seccomp filter (`swe_sandbox._seccomp`) before it says ready.
 SERVER_SOURCE = r"""
 import json, os, select, signal, socket, sys
 os.set_inheritable(int(sys.argv[1]), False)
@@ -57,6 +59,9 @@ os.set_blocking(wake_r, False); os.set_blocking(wake_w, False)
 signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
 signal.signal(signal.SIGCHLD, lambda *_: None)
 os.chdir("/work")
+if len(sys.argv) > 6 and sys.argv[5]:
+    exec(sys.argv[7])
+    install_filter(sys.argv[5], int(sys.argv[6]))
 os.write(1, b"ready %s\n" % sys.argv[2].encode())
 null = os.open("/dev/null", os.O_RDWR)
 os.dup2(null, 1); os.dup2(null, 2); os.close(null)
