@@ -20,11 +20,12 @@ from swe_sandbox._backend import BASE_ENV, GRADER_DIR, WORKDIR, User
 from swe_sandbox._docker_image import TASK_REPO_PATH, docker_client, ensure_base_image
 from swe_sandbox._errors import SandboxClosedError, SandboxError
 from swe_sandbox._limits import Limits
-from swe_sandbox._namespace import owner_alive, owner_token
+from swe_sandbox._namespace import owner_alive, owner_token, runtime_root
 from swe_sandbox._output import BoundedOutput
 from swe_sandbox._prepare import AGENT_UID
 from swe_sandbox._results import ExecResult
 from swe_sandbox._rootfs import BaseImageSpec
+from swe_sandbox._watchdog import ensure_watchdog
 
 if TYPE_CHECKING:
     import docker
@@ -33,6 +34,9 @@ if TYPE_CHECKING:
 LABEL = "swe-sandbox.managed"
 OWNER_LABEL = "swe-sandbox.owner"
 HOST_LABEL = "swe-sandbox.host"
+#: The caller's runtime root (``$SWE_SANDBOX_RUNTIME``): janitor and watchdog touch only
+#: containers started under the same root.
+RUNTIME_LABEL = "swe-sandbox.runtime"
 #: Extra seconds the host waits past the in-container timeout before it intervenes itself.
 HOST_GRACE_S = 5.0
 
@@ -161,9 +165,15 @@ class DockerBackend:
     name = "docker"
 
     def __init__(
-        self, base: BaseImageSpec | None = None, *, client: docker.DockerClient | None = None
+        self,
+        base: BaseImageSpec | None = None,
+        *,
+        client: docker.DockerClient | None = None,
+        watchdog: bool = True,
     ) -> None:
         self._base = base or BaseImageSpec()
+        #: Start the owner-death watchdog (`swe_sandbox._watchdog`) with the first sandbox.
+        self.watchdog = watchdog
         self._client = client
         self._base_tag: str | None = None
         self._lock = threading.Lock()
@@ -184,6 +194,9 @@ class DockerBackend:
         import docker.errors
 
         tmpfs_opts = "nosuid,nodev,exec"
+        owner, runtime = owner_token(), str(runtime_root())
+        if self.watchdog:
+            ensure_watchdog(owner, runtime, _host_id())
         try:
             container = self.client.containers.run(
                 image or self.base_image(),
@@ -214,7 +227,12 @@ class DockerBackend:
                 pids_limit=limits.pids,
                 nano_cpus=int(limits.cpus * 1e9),
                 ulimits=[docker.types.Ulimit(name="nofile", soft=4096, hard=4096)],
-                labels={LABEL: "1", OWNER_LABEL: owner_token(), HOST_LABEL: _host_id()},
+                labels={
+                    LABEL: "1",
+                    OWNER_LABEL: owner,
+                    HOST_LABEL: _host_id(),
+                    RUNTIME_LABEL: runtime,
+                },
             )
         except docker.errors.ImageNotFound as exc:
             raise SandboxError(f"image {image} not found locally (nothing is pulled)") from exc
@@ -223,10 +241,13 @@ class DockerBackend:
         return DockerSession(self.client, container, sandbox_id)
 
     def reap_orphans(self) -> int:
+        """The janitor: remove containers of dead owners started under this caller's runtime
+        root on this host (label-scoped; `SandboxPool` runs it at start-up)."""
         import docker.errors
 
         reaped = 0
-        for container in self.client.containers.list(all=True, filters={"label": f"{LABEL}=1"}):
+        scope = {"label": [f"{LABEL}=1", f"{RUNTIME_LABEL}={runtime_root()}"]}
+        for container in self.client.containers.list(all=True, filters=scope):
             labels = container.labels
             if labels.get(HOST_LABEL) != _host_id() or owner_alive(labels.get(OWNER_LABEL, "")):
                 continue
