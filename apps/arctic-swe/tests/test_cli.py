@@ -1,11 +1,13 @@
-"""Tests for ``arctic_swe._cli`` (mirrors src/arctic_swe/_cli.py)."""
+"""Tests for ``arctic_swe._cli`` (mirrors src/arctic_swe/_cli.py): the parser and the small commands."""
 
 from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 
-from arctic_swe._cli import COMPONENTS, component_versions, main
+from arctic_swe._cli import main
+from arctic_swe.cli._components import component_versions
+from arctic_swe.cli._defaults import COMPONENTS
 from arctic_swe.deck import load_deck
 
 
@@ -110,10 +112,10 @@ def test_missing_deck_or_policy_is_a_clear_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["warmstart", "--deck", str(tmp_path / "none")]) == 2
-    assert "no deck" in " ".join(capsys.readouterr().out.split())
+    assert "no deck" in " ".join(capsys.readouterr().err.split())
     main(["deck", "build", "--out", str(tmp_path / "d"), "--pool-size", "2", "--heldout-size",
           "0", "--warmstart-size", "1", "--validate", "none", "--vocab-size", "600"])  # fmt: skip
     capsys.readouterr()
     code = main(["rollout", "--deck", str(tmp_path / "d"), "--policy", str(tmp_path / "none")])
     assert code == 2
-    assert "tokenizer" in capsys.readouterr().out
+    assert "tokenizer" in capsys.readouterr().err

@@ -134,7 +134,7 @@ def _evaluate_json(
     """Run ``arctic-swe evaluate`` (one sample per task) and return its JSON lines."""
     out = scratch / "eval.jsonl"
     argv = [str(policy) for policy in policies] + ["--deck", str(deck.root), "--samples", "1"]
-    assert main(["evaluate", *argv, "--json", str(out), *extra]) == 0
+    assert main(["evaluate", *argv, "--out", str(out), *extra]) == 0
     return [json.loads(line) for line in out.read_text().splitlines()]
 
 
@@ -157,7 +157,7 @@ def test_evaluate_command_rejects_a_directory_without_a_policy(
 ) -> None:
     argv = ["evaluate", str(tmp_path), "--deck", str(small_deck.root), "--tasks", "1"]
     assert main(argv) == 2
-    assert "tokenizer" in capsys.readouterr().out
+    assert "tokenizer" in capsys.readouterr().err
 
 
 def _run_directory(root: Path, policy: Path, pool_size: int) -> Path:
@@ -200,7 +200,7 @@ def test_evaluate_command_defaults_to_the_runs_stress_pool(
 ) -> None:
     run = _run_directory(tmp_path / "run", random_policy, pool_size=2)
     lines = _evaluate_json([random_policy, run], small_deck, tmp_path)
-    assert "first 2 pool tasks" in capsys.readouterr().out
+    assert "first 2 pool tasks" in capsys.readouterr().err
     assert [line["tasks"] for line in lines] == [2, 2]
     # the checkpoint holds the same weights: the same seed gives the same outcome
     assert lines[0]["per_task"] == lines[1]["per_task"]

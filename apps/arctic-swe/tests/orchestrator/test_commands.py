@@ -9,9 +9,8 @@ import pytest
 
 from arctic_swe._cli import main
 from arctic_swe.metrics import MetricsLog, UpdateMetrics
-from arctic_swe.orchestrator import ABLATIONS
-from arctic_swe.orchestrator._cli_impl import resolve_config
-from arctic_swe.orchestrator._commands import ablation_overrides
+from arctic_swe.cli._defaults import ABLATIONS
+from arctic_swe.cli._overfit import ablation_overrides, resolve_config
 
 
 def _parse(*argv: str):  # type: ignore[no-untyped-def]

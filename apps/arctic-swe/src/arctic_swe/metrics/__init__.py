@@ -1,5 +1,6 @@
 """Metrics of the RL loop: per-update JSON lines, PNG curves, a live display, a summary."""
 
+from arctic_swe.metrics._labels import run_labels
 from arctic_swe.metrics._live import LiveDisplay, TensorBoardSink, describe
 from arctic_swe.metrics._plots import PANELS, plot_compare, plot_run
 from arctic_swe.metrics._record import MetricsError, MetricsLog, UpdateMetrics
@@ -16,6 +17,7 @@ __all__ = [
     "describe",
     "plot_compare",
     "plot_run",
+    "run_labels",
     "summarize",
     "summary_table",
 ]

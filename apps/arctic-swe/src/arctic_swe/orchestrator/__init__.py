@@ -1,8 +1,7 @@
 """The asynchronous RL loop: deck -> router -> engines -> harness -> sandboxes -> groups ->
-advantages -> trainer, with generation overlapping training; ``arctic-swe overfit``/``compare``."""
+advantages -> trainer, with generation overlapping training (run by ``arctic-swe overfit``)."""
 
 from arctic_swe.orchestrator._batch import BatchTally, build_samples, tally
-from arctic_swe.orchestrator._commands import ABLATIONS, register
 from arctic_swe.orchestrator._groups import GroupJob, GroupOutcome, LeaseSampler, run_group
 from arctic_swe.orchestrator._loop import Components, RLLoop
 from arctic_swe.orchestrator._overfit import OverfitResult, run_overfit
@@ -15,7 +14,6 @@ from arctic_swe.orchestrator._setup import (
 )
 
 __all__ = [
-    "ABLATIONS",
     "BatchTally",
     "Components",
     "EngineFactory",
@@ -29,7 +27,6 @@ __all__ = [
     "build_samples",
     "harness_config",
     "open_components",
-    "register",
     "run_group",
     "run_overfit",
     "tally",

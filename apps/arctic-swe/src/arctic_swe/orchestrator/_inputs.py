@@ -12,16 +12,17 @@ from pathlib import Path
 from rich.console import Console
 
 from arctic_swe.chat import DEFAULT_VOCAB_SIZE, load_tokenizer, save_tokenizer, train_tokenizer
+from arctic_swe.cli._defaults import (
+    TOKENIZER_DIR,
+    WARMSTART_STEPS,
+    WARMSTART_TASKS,
+    WARMSTART_WORKERS,
+)
 from arctic_swe.config import RunConfig
 from arctic_swe.deck import DeckConfig, load_deck, write_deck
 from arctic_swe.harness import TINY_HARNESS
 from arctic_swe.orchestrator._setup import SetupError
 from swe_sandbox import NamespaceBackend
-
-TOKENIZER_DIR = "tokenizer"  # where `arctic-swe deck build` saves the tokenizer
-WARMSTART_TASKS = 200  # as `arctic-swe warmstart`'s defaults
-WARMSTART_STEPS = 300
-WARMSTART_WORKERS = 2
 
 
 def ensure_deck(deck_dir: Path, config: RunConfig, console: Console) -> Path:

@@ -1,0 +1,115 @@
+"""``arctic-swe evaluate``: sampled success of one or more policies on a deck split."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from arctic_swe._argtypes import non_negative_int, positive_int
+from arctic_swe.cli._defaults import DEFAULT_DECK, SPLITS
+from arctic_swe.cli._execute import CommandError, user_errors
+from arctic_swe.cli._output import console, print_json_line, solved_counter
+from arctic_swe.cli._registry import Subparsers
+
+
+def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
+    ev = subparsers.add_parser(
+        "evaluate",
+        help="sampled success of one or more policies on a deck split (warm start vs trained)",
+        description="Roll out every task of the split --samples times per policy (temperature 1, "
+        "gated reward, real sandboxes) and print solved, rate, Wilson 95%% interval, change "
+        "against the first policy, and how the rollouts ended. A POLICY is a policy directory, "
+        "a checkpoint directory, or a run directory (its latest checkpoint).",
+    )
+    ev.add_argument("policies", nargs="+", metavar="POLICY", help="policy, checkpoint or run dir")
+    ev.add_argument("--deck", default=DEFAULT_DECK, help="deck directory (default: %(default)s)")
+    ev.add_argument(
+        "--split", choices=SPLITS, default="pool", help="deck split (default: %(default)s)"
+    )
+    ev.add_argument(
+        "--tasks",
+        type=positive_int,
+        default=None,
+        help="first N tasks of the split (default: with --split pool and a run directory "
+        "among the POLICYs, the run's stress-test pool, deck.pool_size; else all)",
+    )
+    ev.add_argument(
+        "--samples", type=positive_int, default=4, help="rollouts per task (default: %(default)s)"
+    )
+    ev.add_argument(
+        "--seed",
+        type=non_negative_int,
+        default=0,
+        help="sampling seed, the same for every policy (default: %(default)s)",
+    )
+    ev.add_argument(
+        "--workers",
+        type=positive_int,
+        default=16,
+        help="rollouts at once; each holds a sandbox, and more also means larger decode batches "
+        "(default: %(default)s)",
+    )
+    ev.add_argument(
+        "--threads", type=positive_int, default=2, help="torch CPU threads (default: %(default)s)"
+    )
+    ev.add_argument(
+        "--json",
+        action="store_true",
+        help="print only one JSON line per policy on stdout, not the table (for scripts)",
+    )
+    ev.add_argument(
+        "--out", metavar="PATH", default=None, help="also write one JSON line per policy to PATH"
+    )
+    return ev
+
+
+def run(args: argparse.Namespace) -> int:
+    """Sampled success of each policy on a deck split, with Wilson intervals, in one table."""
+    import torch
+
+    from arctic_swe._progress import stage_progress
+    from arctic_swe.chat import ChatError
+    from arctic_swe.config import RunConfigError
+    from arctic_swe.deck import DeckError, load_deck
+    from arctic_swe.evaluate import evaluate_policy, evaluation_table, run_pool_size
+    from arctic_swe.harness import HarnessError
+    from arctic_swe.model import PolicyError
+    from arctic_swe.trainer import TrainerError
+
+    torch.set_num_threads(args.threads)
+    note = console(stderr=True)
+    results = []
+    with user_errors(ChatError, DeckError, HarnessError, PolicyError, RunConfigError, TrainerError):
+        deck = load_deck(args.deck)
+        count = args.tasks
+        if count is None and args.split == "pool":
+            count = run_pool_size(args.policies)
+            if count is not None:
+                note.print(f"on the run's stress-test pool: the first {count} pool tasks (--tasks)")
+        tasks = [task.spec for task in deck.split(args.split)[:count]]
+        if not tasks:
+            raise CommandError(f"the deck's {args.split} split is empty")
+        with stage_progress(note) as progress:
+            for policy in args.policies:
+                bar = progress.add_task(str(policy), total=len(tasks) * args.samples, info="")
+                results.append(
+                    evaluate_policy(
+                        policy,
+                        tasks,
+                        split=args.split,
+                        samples=args.samples,
+                        seed=args.seed,
+                        workers=args.workers,
+                        on_done=solved_counter(progress, bar),
+                    )
+                )
+    if args.out:
+        Path(args.out).write_text("".join(json.dumps(r.to_dict()) + "\n" for r in results))
+    if args.json:
+        for result in results:
+            print_json_line(result.to_dict())
+    else:
+        title = f"{args.split} split, {args.samples} per task"
+        console().print(evaluation_table(results, title=title))
+    return 0
