@@ -30,6 +30,7 @@ from load_router._policies import (
 from load_router._router import (
     EngineSnapshot,
     EngineState,
+    RefreshMode,
     RefreshReport,
     Router,
     RouterSnapshot,
@@ -70,6 +71,7 @@ __all__ = [
     "PlacementPolicy",
     "PolicyClock",
     "RefreshInProgressError",
+    "RefreshMode",
     "RefreshReport",
     "RetryableError",
     "RoundRobin",

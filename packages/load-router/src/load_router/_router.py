@@ -3,7 +3,8 @@
 Arctic-SWE §3.3: each group goes whole to the engine with the fewest resident
 rollouts, under a per-engine cap on resident sequences; when every engine is full, callers wait
 in FIFO order. The weight-refresh protocol pauses admission, refreshes all engines concurrently
-(each invalidates its caches and re-prefills resident sequences) and resumes.
+(each invalidates its caches and re-prefills resident sequences) and resumes — either under the
+running turns (``inflight``) or after they return (``drain``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import contextlib
 import enum
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Iterable
 
 import attrs
 
@@ -72,15 +73,39 @@ class RouterSnapshot:
     drained: int
 
 
+class RefreshMode(enum.Enum):
+    """How :meth:`Router.refresh` treats turns that are running when it starts."""
+
+    INFLIGHT = "inflight"  # refresh engines under running turns (pause-keep, re-prefill, resume)
+    DRAIN = "drain"  # wait for every running turn to return, then refresh
+
+
+def _refresh_mode(mode: RefreshMode | str) -> RefreshMode:
+    try:
+        return RefreshMode(mode)
+    except ValueError:
+        choices = ", ".join(m.value for m in RefreshMode)
+        raise ConfigError(f"refresh mode must be one of {choices}, got {mode!r}") from None
+
+
+async def _bounded(call: Awaitable[None], timeout: float | None) -> None:
+    if timeout is None:
+        await call
+    else:
+        await asyncio.wait_for(call, timeout)
+
+
 @attrs.frozen
 class RefreshReport:
-    """What :meth:`Router.refresh` did: engines refreshed, engines that failed, pause length."""
+    """What :meth:`Router.refresh` did: engines refreshed, engines that failed, pause length
+    (admission paused from the call to the resume), and the mode used."""
 
     version: int
     refreshed: tuple[str, ...]
     failed: tuple[str, ...]
     invalidated_caches: bool
     paused_seconds: float
+    mode: RefreshMode = RefreshMode.DRAIN
 
 
 class _Slot:
@@ -433,20 +458,33 @@ class Router:
         version: int,
         *,
         invalidate_caches: bool = True,
+        mode: RefreshMode | str = RefreshMode.DRAIN,
         turn_timeout: float | None = None,
+        refresh_timeout: float | None = None,
     ) -> RefreshReport:
         """Publish new weights: pause admission → refresh every engine concurrently → resume.
 
-        Pausing blocks new leases and new generate calls, then waits for running generate calls
-        to return, so no generate runs on any engine between pause and resume. Each UP or
-        DRAINING engine gets ``refresh(weights_ref, version, invalidate_caches=…)``; one that
-        raises is marked down (its leases FAILED). ``invalidate_caches=False`` is the ablation
-        that keeps stale caches. With ``turn_timeout`` (seconds), an engine whose running turns
-        have not returned by then is marked down (reported in ``failed``) instead of holding
-        every engine paused behind a hung turn.
+        Pausing blocks new leases and new generate calls (turns) in both modes. ``mode``:
+
+        * ``"drain"`` — wait for every running generate call to return first, so no generate
+          runs on any engine between pause and resume (every turn has one version).
+        * ``"inflight"`` (Arctic-SWE §3.3) — call ``engine.refresh`` while turns are in flight:
+          each engine pauses its running sequences in place, loads the weights, invalidates its
+          caches and re-prefills them, and resumes; a turn's tokens after that point carry the
+          new version in :attr:`GenerateResult.token_versions`. No long turn holds the others
+          paused.
+
+        Each UP or DRAINING engine gets ``refresh(weights_ref, version, invalidate_caches=…)``;
+        one that raises, or has not returned after ``refresh_timeout`` seconds, is marked down
+        (its leases FAILED, reported in ``failed``). ``invalidate_caches=False`` is the ablation
+        that keeps stale caches. With ``turn_timeout`` (seconds, drain mode), an engine whose
+        running turns have not returned by then is marked down instead of holding every engine
+        paused behind a hung turn.
         """
-        if turn_timeout is not None and turn_timeout < 0:
-            raise ConfigError(f"turn_timeout must be >= 0, got {turn_timeout}")
+        chosen = _refresh_mode(mode)
+        for name, value in (("turn_timeout", turn_timeout), ("refresh_timeout", refresh_timeout)):
+            if value is not None and value < 0:
+                raise ConfigError(f"{name} must be >= 0, got {value}")
         if self._refreshing:
             raise RefreshInProgressError("a refresh is already running")
         if version <= self._version:
@@ -457,11 +495,16 @@ class Router:
         self._resumed.clear()
         started = time.perf_counter()
         try:
-            failed = await self._wait_for_running_turns(turn_timeout)
+            failed: list[str] = []
+            if chosen is RefreshMode.DRAIN:
+                failed = await self._wait_for_running_turns(turn_timeout)
             slots = [s for s in self._slots.values() if s.state is not EngineState.DOWN]
             outcomes = await asyncio.gather(
                 *(
-                    s.engine.refresh(weights_ref, version, invalidate_caches=invalidate_caches)
+                    _bounded(
+                        s.engine.refresh(weights_ref, version, invalidate_caches=invalidate_caches),
+                        refresh_timeout,
+                    )
                     for s in slots
                 ),
                 return_exceptions=True,
@@ -485,6 +528,7 @@ class Router:
             failed=tuple(failed),
             invalidated_caches=invalidate_caches,
             paused_seconds=time.perf_counter() - started,
+            mode=chosen,
         )
 
     async def _wait_for_running_turns(self, timeout: float | None) -> list[str]:
