@@ -14,7 +14,7 @@ from transformers import Qwen3_5ForCausalLM
 
 from arctic_swe.engine import EngineConfig, Generation, RefreshError, TorchEngine
 from arctic_swe.model import assign_weights, save_policy
-from load_router import GenerateRequest, GenerateResult
+from load_router import GenerateRequest, GenerateResult, Lease, RefreshMode, RefreshReport, Router
 
 from .conftest import full_logprobs, perturbed, tiny_model
 
@@ -187,3 +187,45 @@ def test_protocol_result_carries_the_version_of_every_token_across_a_mid_turn_re
     assert 0 < switch < len(versions)  # the version changed inside the turn
     assert versions == (0,) * switch + (1,) * (len(versions) - switch)
     assert result.policy_version == 1  # the newest token's version
+
+
+def test_router_inflight_refresh_reprefills_a_running_turn_under_the_new_weights(
+    tmp_path: Path,
+) -> None:
+    """The router refreshes the engine *under* a running turn (no drain): tokens after the
+    refresh are exactly the new model's, tokens before keep the old version, and the lease
+    records the switch inside the turn."""
+    model = tiny_model()
+    new_model = updated(model, perturbed(model, seed=4))
+    checkpoint = save_policy(new_model, tmp_path / "v1")
+    engines = [
+        TorchEngine(copy.deepcopy(model), EngineConfig(engine_id=f"e{i}", capacity=2))
+        for i in range(2)
+    ]
+    router = Router(engines)
+    prompt = [11, 12, 13, 14, 15]
+
+    async def scenario() -> tuple[GenerateResult, RefreshReport, Lease]:
+        lease = await router.acquire("g", 1)
+        engine = next(e for e in engines if e.engine_id == lease.engine_id)
+        turn = asyncio.ensure_future(lease.generate(request(prompt, 60)))
+        while engine.counters.generated_tokens < 4:
+            await asyncio.sleep(0.001)
+        report = await router.refresh(str(checkpoint), 1, mode="inflight")
+        assert not turn.done()  # the refresh did not wait for the turn
+        return await turn, report, lease
+
+    result, report, lease = asyncio.run(scenario())
+    assert report.mode is RefreshMode.INFLIGHT
+    assert set(report.refreshed) == {"e0", "e1"}
+    assert all(e.version == 1 for e in engines)
+    switch = result.token_versions.index(1)
+    assert 0 < switch < len(result.token_ids)
+    assert lease.versions[0].runs == ((0, switch), (1, len(result.token_ids) - switch))
+    tokens = prompt + list(result.token_ids)
+    recorded = torch.tensor(result.logprobs, dtype=torch.float64)
+    old = full_logprobs(model, tokens, len(prompt))
+    new = full_logprobs(new_model, tokens, len(prompt))
+    assert torch.allclose(recorded[:switch], old[:switch], atol=2e-5)
+    assert torch.allclose(recorded[switch:], new[switch:], atol=2e-5)
+    assert not torch.allclose(old[switch:], new[switch:], atol=1e-3)  # the test can tell
