@@ -23,7 +23,7 @@ from arctic_swe.config import (
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 
-@pytest.mark.parametrize("name", ["tiny", "paper"])
+@pytest.mark.parametrize("name", ["tiny", "paper", "tiny-http"])
 def test_shipped_toml_files_equal_their_presets(name: str) -> None:
     assert load_toml(CONFIGS / f"{name}.toml") == preset(name)
 
@@ -34,7 +34,7 @@ def test_paper_preset_has_the_papers_sizes() -> None:
 
 
 def test_toml_round_trip_of_every_preset(tmp_path: Path) -> None:
-    for name in ("tiny", "paper"):
+    for name in ("tiny", "paper", "tiny-http"):
         path = tmp_path / f"{name}.toml"
         path.write_text(to_toml(preset(name)))
         assert load_toml(path) == preset(name)
@@ -150,3 +150,56 @@ def test_arbitrary_string_values_never_crash(raw: str) -> None:
     assert routing in {None, "least_loaded", "session_hash"}
     if raw.strip().strip('"') == "least_loaded":
         assert routing == "least_loaded"
+
+
+# ------------------------------------------------------------------ engines as services
+def test_tiny_http_preset_is_tiny_with_two_launched_http_engines() -> None:
+    http, tiny = preset("tiny-http"), preset("tiny")
+    assert (http.engine.kind, http.engine.launch, http.engine.urls) == ("http", 2, ())
+    assert http.engine.engine_count == 2
+    assert attrs.evolve(http, engine=tiny.engine) == tiny  # nothing else differs
+    assert tiny.engine.refresh_mode == "inflight"  # the recipe refreshes under running turns
+
+
+def test_engine_urls_round_trip_through_toml_and_overrides(tmp_path: Path) -> None:
+    urls = ["http://127.0.0.1:8001", "http://10.0.0.2:8000"]
+    config = apply_overrides(
+        RunConfig(), ["engine.kind=http", f"engine.urls={urls!r}".replace("'", '"')]
+    )
+    assert config.engine.urls == tuple(urls)
+    assert config.engine.engine_count == 2
+    path = tmp_path / "c.toml"
+    path.write_text(to_toml(config))
+    assert load_toml(path) == config
+
+
+@pytest.mark.parametrize(
+    ("assignments", "key", "message"),
+    [
+        (["engine.kind=grpc"], "engine.kind", "must be one of"),
+        (["engine.kind=http"], "engine.kind", "exactly one of engine.urls"),
+        (
+            ["engine.kind=http", "engine.launch=2", 'engine.urls=["http://a:1"]'],
+            "engine.kind",
+            "exactly one of",
+        ),
+        (["engine.launch=2"], "engine.launch", 'needs engine.kind = "http"'),
+        (['engine.urls=["http://a:1"]'], "engine.urls", 'needs engine.kind = "http"'),
+        (["engine.kind=http", 'engine.urls=["ftp://a"]'], "engine.urls", "not an http(s) URL"),
+        (["engine.kind=http", 'engine.urls=["http://a:1", "http://a:1"]'], "engine.urls", "twice"),
+        (["engine.kind=http", "engine.urls=3"], "engine.urls", "list of strings"),
+        (["engine.kind=http", "engine.launch=-1"], "engine.launch", ">= 0"),
+        (["engine.refresh_mode=eager"], "engine.refresh_mode", "must be one of"),
+        (["engine.kind=http", "engine.launch=1", "engine.timeout_s=0"], "engine.timeout_s", "> 0"),
+        (
+            ["engine.kind=http", "engine.launch=1", "engine.routing=session_hash"],
+            "engine.routing",
+            "session_hash",
+        ),
+    ],
+)
+def test_bad_engine_sections_name_the_key(assignments: list[str], key: str, message: str) -> None:
+    with pytest.raises(RunConfigError) as caught:
+        apply_overrides(RunConfig(), assignments)
+    assert str(caught.value).startswith(key)
+    assert message in str(caught.value)

@@ -17,7 +17,9 @@ import attrs
 from arctic_swe.config._errors import RunConfigError
 from arctic_swe.config._schema import (
     AGGREGATIONS,
+    ENGINE_KINDS,
     RATIO_CONTROLS,
+    REFRESH_MODES,
     ROUTING_POLICIES,
     SECTIONS,
     RunConfig,
@@ -33,6 +35,8 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "harness": {"max_turns": 100, "max_tokens": 131072, "sandboxes": 256},
         "trainer": {"lr": 1e-6, "micro_batch_rollouts": 4},
     },
+    # The tiny stress test with its engines as two ``arctic-swe serve`` processes over HTTP.
+    "tiny-http": {"engine": {"kind": "http", "launch": 2}},
 }
 
 
@@ -117,6 +121,8 @@ def to_toml(config: RunConfig) -> str:
 
 
 def _toml_value(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
@@ -133,6 +139,10 @@ def _parse_literal(raw: str) -> Any:
 
 def _coerce(key: str, default: Any, value: Any) -> Any:
     expected = type(default)
+    if expected is tuple:  # a list of strings (engine URLs)
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise RunConfigError(key, f"must be a list of strings, got {value!r}")
+        return tuple(value)
     if expected is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if isinstance(value, bool) != (expected is bool) or not isinstance(value, expected):
@@ -185,12 +195,13 @@ def validate(config: RunConfig) -> None:
         engine.routing in ROUTING_POLICIES, "engine.routing", f"must be one of {ROUTING_POLICIES}"
     )
     _require(
-        engine.routing != "session_hash" or engine.engines >= 2,
+        engine.routing != "session_hash" or engine.engine_count >= 2,
         "engine.routing",
         "session_hash routing places groups exactly like least_loaded on one engine; "
         "add --set engine.engines=2 for the routing ablation",
     )
     _require(engine.max_new_tokens >= 1, "engine.max_new_tokens", "must be >= 1")
+    _validate_engine_kind(engine)
     _require(harness.max_turns >= 1, "harness.max_turns", "must be >= 1")
     _require(harness.observation_chars >= 1, "harness.observation_chars", "must be >= 1")
     _require(harness.exec_timeout_s > 0, "harness.exec_timeout_s", "must be > 0")
@@ -215,3 +226,33 @@ def validate(config: RunConfig) -> None:
         trainer.aggregation in AGGREGATIONS, "trainer.aggregation", f"must be one of {AGGREGATIONS}"
     )
     _require(trainer.micro_batch_rollouts >= 1, "trainer.micro_batch_rollouts", "must be >= 1")
+
+
+def _validate_engine_kind(engine: Any) -> None:
+    """``kind``/``urls``/``launch``/``refresh_mode`` and the HTTP knobs agree."""
+    _require(engine.kind in ENGINE_KINDS, "engine.kind", f"must be one of {ENGINE_KINDS}")
+    _require(
+        engine.refresh_mode in REFRESH_MODES,
+        "engine.refresh_mode",
+        f"must be one of {REFRESH_MODES}",
+    )
+    _require(engine.launch >= 0, "engine.launch", "must be >= 0")
+    _require(engine.serve_threads >= 1, "engine.serve_threads", "must be >= 1")
+    _require(engine.timeout_s > 0, "engine.timeout_s", "must be > 0")
+    if engine.kind == "inprocess":
+        _require(not engine.urls, "engine.urls", 'needs engine.kind = "http"')
+        _require(engine.launch == 0, "engine.launch", 'needs engine.kind = "http"')
+        return
+    _require(
+        bool(engine.urls) != (engine.launch > 0),
+        "engine.kind",
+        "http engines need exactly one of engine.urls (servers already running) or "
+        "engine.launch = N (servers this run starts)",
+    )
+    for url in engine.urls:
+        _require(
+            url.startswith(("http://", "https://")) and len(url) > len("http://"),
+            "engine.urls",
+            f"{url!r} is not an http(s) URL",
+        )
+    _require(len(set(engine.urls)) == len(engine.urls), "engine.urls", "lists a URL twice")

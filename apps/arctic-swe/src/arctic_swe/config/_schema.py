@@ -11,6 +11,8 @@ from __future__ import annotations
 import attrs
 
 ROUTING_POLICIES = ("least_loaded", "session_hash")
+ENGINE_KINDS = ("inprocess", "http")
+REFRESH_MODES = ("inflight", "drain")
 RATIO_CONTROLS = ("mask", "ppo_clip")
 AGGREGATIONS = ("token_mean", "rollout_mean")
 
@@ -56,6 +58,26 @@ class EngineSection:
     routing: str = "least_loaded"
     invalidate_caches: bool = True  # ablation "cache invalidation off" sets False
     max_new_tokens: int = 160  # per turn
+    # "inflight": refresh engines under running turns (pause in place, reload, re-prefill,
+    # resume; Arctic-SWE §3.3); "drain": wait for running turns first (the comparison).
+    refresh_mode: str = "inflight"
+    # "inprocess": torch engines in this process (``engines`` of them); "http": engine servers
+    # speaking the vLLM-compatible protocol, either already running at ``urls`` or ``launch``
+    # ``arctic-swe serve`` processes the run starts on 127.0.0.1 and stops at exit.
+    kind: str = "inprocess"
+    urls: tuple[str, ...] = ()
+    launch: int = 0
+    serve_threads: int = 1  # torch threads of each launched server
+    # An HTTP engine that does not answer a request or a refresh within this many seconds is
+    # marked down and its rollouts re-leased; also bounds a launched server's start-up.
+    timeout_s: float = 120.0
+
+    @property
+    def engine_count(self) -> int:
+        """How many engines the run drives (``engines``, ``len(urls)`` or ``launch``)."""
+        if self.kind == "http":
+            return len(self.urls) or self.launch
+        return self.engines
 
 
 @attrs.frozen
