@@ -80,3 +80,26 @@ def test_reset_that_cannot_wipe_removes_the_sandbox(backend: Backend, toy_task: 
             sandbox.execute_bash("true")
     finally:
         sandbox.close()
+
+
+def test_diff_is_byte_exact_and_regrades(shared: Sandbox, toy_task: TaskSpec) -> None:
+    """Non-UTF-8 text, form feeds, binaries, modes, ignored files: diff() keeps them all, and
+    grading the stored diff reproduces the reward."""
+    from swe_sandbox import grade_patch
+
+    shared.reset(toy_task)
+    shared.apply_patch(toy_task.gold_patch)
+    planted = (
+        "printf 'caf\\xe9\\n' > latin1.txt && printf 'a\\x0cb\\n' > ff.py"
+        " && head -c 300 /dev/urandom > blob.bin && chmod +x calc/core.py"
+        " && echo '*.log' > .gitignore && echo kept > ignored.log"
+        " && echo hidden >> .git/info/exclude && echo x > hidden"
+    )
+    assert shared.execute_bash(planted).ok
+    stored = shared.diff()
+    for name in ("latin1.txt", "ff.py", "blob.bin", "ignored.log", "hidden", "new mode 100755"):
+        assert name in stored, name
+    assert "caf\udce9" in stored  # the latin-1 byte, kept exactly
+    result = grade_patch(toy_task, stored, shared._require_backend())
+    assert result.reward == 1, result.reasons
+    assert result.patch == stored

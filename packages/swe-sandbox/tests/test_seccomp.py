@@ -11,8 +11,8 @@ from swe_sandbox import NamespaceBackend, Sandbox, TaskSpec
 from swe_sandbox._seccomp import RET_ALLOW, filter_program
 
 SYSCALL = (
-    "python3 -c \"import ctypes, sys; libc = ctypes.CDLL(None, use_errno=True); "
-    "r = libc.syscall(*map(int, sys.argv[1:])); print(r, ctypes.get_errno())\" "
+    'python3 -c "import ctypes, sys; libc = ctypes.CDLL(None, use_errno=True); '
+    'r = libc.syscall(*map(int, sys.argv[1:])); print(r, ctypes.get_errno())" '
 )
 
 

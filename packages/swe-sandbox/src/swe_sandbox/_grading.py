@@ -15,6 +15,7 @@ infrastructure failure (a sandbox that cannot start) raises `GradingError`.
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import shlex
@@ -55,21 +56,24 @@ class GradingPolicy:
 #: Runs as the agent uid in the agent's sandbox *after* every agent process was killed. The
 #: grader's own git directory (the pristine ``.git`` of the task) arrives on stdin; the agent's
 #: ``.git`` (config, hooks, objects, index) is never read. Files are listed with ``find`` so
-#: ignore rules and nested repositories cannot hide anything.
+#: ignore rules and nested repositories cannot hide anything. The patch leaves as base64 (exact
+#: bytes, nothing of stderr mixed in); on failure the script prints git's error instead.
 DIFF_SCRIPT = r"""
 set -e
 base="$1"
 G=$(mktemp -d /tmp/.swe-diff-XXXXXXXX)
-trap 'rm -rf "$G"' EXIT
+trap 'rc=$?; [ $rc = 0 ] || cat "$G/err"; rm -rf "$G"; exit $rc' EXIT
+exec 2>"$G/err"
 tar -x -C "$G" -f -
-chmod -R u+rwX /work 2>/dev/null || true
+chmod -R u+rwX /work || true
 export GIT_DIR="$G/.git" GIT_WORK_TREE=/work GIT_INDEX_FILE="$G/index" HOME="$G"
 export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_ATTR_NOSYSTEM=1
 cd /work
-find . -name .git -prune -o \( -type f -o -type l \) -printf '%P\0' \
-  | git update-index --add -z --stdin
+find . -name .git -prune -o \( -type f -o -type l \) -printf '%P\0' > "$G/files"
+git update-index --add -z --stdin < "$G/files"
 git -c core.quotePath=true diff --cached --binary --full-index --no-renames --no-textconv \
-  --no-ext-diff --no-color "$base" --
+  --no-ext-diff --no-color "$base" -- > "$G/patch"
+base64 -w0 "$G/patch"
 """
 
 _git_tars: dict[tuple[str, int], bytes] = {}
@@ -103,7 +107,10 @@ def agent_patch(sandbox: Sandbox, prepared: PreparedRepo) -> str:
     command = f"bash -c {shlex.quote(DIFF_SCRIPT)} diff {shlex.quote(prepared.base_commit)}"
     try:
         done = sandbox.run_internal(
-            command, stdin=git_dir_tar(prepared), timeout=300, output_limit=MAX_PATCH_BYTES
+            command,
+            stdin=git_dir_tar(prepared),
+            timeout=300,
+            output_limit=MAX_PATCH_BYTES // 3 * 4 + 4,  # base64 of the patch bytes
         )
     except SandboxError as exc:
         raise AgentFaultError(f"diff-failed: {exc}") from exc
@@ -111,7 +118,12 @@ def agent_patch(sandbox: Sandbox, prepared: PreparedRepo) -> str:
         raise AgentFaultError(f"diff-failed: the change is larger than {MAX_PATCH_BYTES} bytes")
     if not done.ok:
         raise AgentFaultError(f"diff-failed: {done.output.strip()[-500:]}")
-    return done.output
+    try:
+        raw = base64.b64decode(done.output.strip(), validate=True)
+    except ValueError as exc:
+        raise AgentFaultError(f"diff-failed: unreadable diff output: {exc}") from exc
+    # Patch bytes that are not UTF-8 (a latin-1 source file) survive the round trip.
+    return raw.decode("utf-8", "surrogateescape")
 
 
 def zero(task: TaskSpec, reason: str, began: float) -> GradeResult:
@@ -180,7 +192,9 @@ def _grade_in(
 ) -> GradeResult:
     if patch.strip():
         applied = fresh.run_internal(
-            "git apply --whitespace=nowarn -", stdin=patch.encode(), timeout=120
+            "git apply --whitespace=nowarn -",
+            stdin=patch.encode("utf-8", "surrogateescape"),
+            timeout=120,
         )
         if not applied.ok:
             return zero(task, f"patch-failed: {applied.output.strip()[-500:]}", began)

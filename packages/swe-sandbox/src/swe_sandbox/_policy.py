@@ -119,7 +119,8 @@ class FileSection:
 
 def split_patch(patch: str) -> list[FileSection]:
     """Split a ``git diff`` (or plain unified diff) into per-file sections with their paths."""
-    lines = patch.splitlines(keepends=True)
+    lines = patch.split("\n")  # only newlines end patch lines (not form feeds and the like)
+    lines = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
     starts: list[int] = []
     is_git = any(line.startswith("diff --git ") for line in lines)
     for n, line in enumerate(lines):
@@ -226,7 +227,7 @@ def suspicious_references(patch: str) -> tuple[str, ...]:
     for section in split_patch(patch):
         added = [
             line[1:]
-            for line in section.text.splitlines()
+            for line in section.text.split("\n")
             if line.startswith("+") and not line.startswith("+++")
         ]
         body = "\n".join(added)

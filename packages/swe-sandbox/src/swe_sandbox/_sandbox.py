@@ -381,7 +381,8 @@ class Sandbox:
         """Apply a unified diff to the workdir (``git apply``); `PatchApplyError` if it does not."""
         if not patch.strip():
             return
-        done = self._exec("git apply --whitespace=nowarn -", stdin=patch.encode(), timeout=120)
+        data = patch.encode("utf-8", "surrogateescape")  # a diff() of non-UTF-8 files
+        done = self._exec("git apply --whitespace=nowarn -", stdin=data, timeout=120)
         if not done.ok:
             raise PatchApplyError(f"patch does not apply: {done.output.strip()[-2000:]}")
 
