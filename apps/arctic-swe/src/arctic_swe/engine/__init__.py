@@ -8,10 +8,13 @@ from arctic_swe.engine._errors import (
     EngineClosedError,
     EngineError,
     EngineFailedError,
+    EngineProtocolError,
+    EngineUnavailableError,
     RefreshError,
     RequestError,
 )
 from arctic_swe.engine._forward import batched_forward
+from arctic_swe.engine._http import HttpEngine, HttpEngineConfig
 from arctic_swe.engine._pools import CachePools
 from arctic_swe.engine._sampling import derive_seed, sample_tokens
 
@@ -22,8 +25,12 @@ __all__ = [
     "EngineConfig",
     "EngineError",
     "EngineFailedError",
+    "EngineProtocolError",
+    "EngineUnavailableError",
     "FinishReason",
     "Generation",
+    "HttpEngine",
+    "HttpEngineConfig",
     "RefreshError",
     "RefreshStats",
     "RequestError",

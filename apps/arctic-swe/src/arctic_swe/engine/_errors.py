@@ -24,3 +24,15 @@ class EngineClosedError(EngineError):
 class EngineFailedError(EngineError):
     """A step of the engine raised; every request in flight at that moment fails with this
     error and the engine refuses further work (the router marks it down)."""
+
+
+class EngineUnavailableError(EngineError):
+    """A remote engine did not answer (connection refused or reset, server error, timeout)
+    within the client's bounded retries; the router marks it down and its leases are
+    re-leased elsewhere."""
+
+
+class EngineProtocolError(EngineError):
+    """A remote engine answered with something that is not the engine protocol (a response
+    without token ids, log-probs or weight-version spans, or spans that do not cover the
+    tokens)."""
