@@ -11,7 +11,7 @@ import json
 import math
 import os
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,8 @@ class UpdateMetrics:
     ``masked_frac`` (IcePop). Staleness: ``lag_mean``/``lag_max`` (updates between sampling and
     training), ``stale_dropped``. Time: ``wait_seconds`` (trainer idle, waiting for a batch),
     ``train_seconds`` (compute), ``refresh_seconds``; ``tokens_per_second`` generated tokens per
-    second of wall time of this update.
+    second of wall time of this update. Engines: ``lost_rollouts`` / ``released_rollouts``
+    (work lost to a failed engine, and re-leased elsewhere), ``engines_up``, ``engine_groups``.
     """
 
     step: int
@@ -66,6 +67,11 @@ class UpdateMetrics:
     active_tasks: int
     terminations: dict[str, int] = field(default_factory=dict)
     per_task_reward: dict[str, float] = field(default_factory=dict)
+    # Engines (logs written before these existed read back with the defaults):
+    lost_rollouts: int = 0  # rollouts in flight on an engine when it failed
+    released_rollouts: int = 0  # of those, re-leased onto a live engine and rerun
+    engines_up: int = 0  # engines taking work at the end of the update
+    engine_groups: dict[str, int] = field(default_factory=dict)  # groups finished per engine
 
     def __post_init__(self) -> None:
         for item in fields(self):
@@ -79,10 +85,13 @@ class UpdateMetrics:
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> UpdateMetrics:
         names = {f.name for f in fields(cls)}
-        missing = sorted(names - set(data))
+        required = {
+            f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING
+        }
+        missing = sorted(required - set(data))
         if missing:
             raise MetricsError(f"metrics line lacks {missing}")
-        return cls(**{k: data[k] for k in names})
+        return cls(**{k: data[k] for k in names if k in data})
 
 
 class MetricsLog:

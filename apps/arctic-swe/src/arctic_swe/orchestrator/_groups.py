@@ -6,7 +6,9 @@ lease so the router records the policy version of each token and pauses turns du
 
 Failure policy: a rollout whose sandbox dies (any ``SandboxError``) is dropped and
 counted, the others continue; if the engine fails (``RetryableError`` from the router: engine
-down or drained) the whole group is re-leased and rerun, up to ``max_retries`` times.
+down or drained — a crashed or unanswering engine server included) the whole group is re-leased
+onto a live engine and rerun, up to ``max_retries`` times. Its rollouts count as *lost* each time
+their engine fails and as *released* each time they are re-leased.
 """
 
 from __future__ import annotations
@@ -79,6 +81,9 @@ class GroupOutcome:
     seconds: float
     error: str | None = None  # set when the group could not be completed at all
     seed: int | None = None  # the job's group seed (orders a batch independently of timing)
+    engine_id: str | None = None  # the engine of the lease the group finished on
+    lost_rollouts: int = 0  # rollouts in flight on an engine when it failed (work lost)
+    released_rollouts: int = 0  # of those, re-leased onto a live engine and rerun
 
     @property
     def successes(self) -> int:
@@ -108,7 +113,7 @@ async def run_group(
 ) -> GroupOutcome:
     """Run ``job`` to completion (or give up after ``max_retries`` engine failures)."""
     began = time.monotonic()
-    retries = 0
+    retries = lost = 0
     while True:
         lease = await router.acquire(job.task.instance_id, job.n)
         try:
@@ -136,6 +141,7 @@ async def run_group(
             raise others[0]
         if engine_failed:
             retries += 1
+            lost += job.n  # the group reruns whole: every rollout's work so far is gone
             if retries > max_retries:
                 return GroupOutcome(
                     job.task.instance_id,
@@ -147,6 +153,9 @@ async def run_group(
                     time.monotonic() - began,
                     error="engine failed on every retry",
                     seed=job.seed,
+                    engine_id=lease.engine_id,
+                    lost_rollouts=lost,
+                    released_rollouts=lost - job.n,
                 )
             continue
         trajectories = tuple(r for r in results if isinstance(r, Trajectory))
@@ -159,6 +168,9 @@ async def run_group(
             retries=retries,
             seconds=time.monotonic() - began,
             seed=job.seed,
+            engine_id=lease.engine_id,
+            lost_rollouts=lost,
+            released_rollouts=lost,
         )
 
 

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from safetensors.torch import save_file
@@ -34,8 +35,11 @@ from arctic_swe.orchestrator._batch import build_samples, tally
 from arctic_swe.orchestrator._groups import GroupJob, GroupOutcome, run_group
 from arctic_swe.trainer import StepStats, Trainer, save_checkpoint
 from deck_evictor import Deck
-from load_router import PolicyClock, Router, UpdateLagStats
+from load_router import EngineState, PolicyClock, Router, UpdateLagStats
 from swe_sandbox import SandboxPool, TaskSpec
+
+if TYPE_CHECKING:
+    from arctic_swe.orchestrator._engines import EngineSet
 
 
 @dataclass
@@ -58,6 +62,7 @@ class Components:
     # counter the group seeds are derived from (both restored by ``--resume``)
     resume_groups: list[tuple[str, int | None]] = field(default_factory=list)
     launched: int = 0
+    engines: EngineSet | None = None  # the engines behind the router (and launched servers)
 
 
 @dataclass
@@ -66,6 +71,9 @@ class _Counters:
     dropped_rollouts: int = 0
     requeued: int = 0
     failed_groups: int = 0
+    lost_rollouts: int = 0
+    released_rollouts: int = 0
+    engine_groups: dict[str, int] = field(default_factory=dict)
 
 
 class RLLoop:
@@ -143,8 +151,7 @@ class RLLoop:
             outcome = await self.queue.get()
             if self.bugs:
                 raise self.bugs[0]
-            self.counters.dropped_rollouts += outcome.dropped_rollouts
-            self.counters.requeued += outcome.retries
+            self._count(outcome)
             if outcome.probe:
                 self.probing.discard(outcome.task_id)
                 if outcome.trajectories:
@@ -165,6 +172,16 @@ class RLLoop:
                 continue
             kept.append(outcome)
         return kept
+
+    def _count(self, outcome: GroupOutcome) -> None:
+        counters = self.counters
+        counters.dropped_rollouts += outcome.dropped_rollouts
+        counters.requeued += outcome.retries
+        counters.lost_rollouts += outcome.lost_rollouts
+        counters.released_rollouts += outcome.released_rollouts
+        if outcome.engine_id is not None and outcome.error is None:
+            engine = outcome.engine_id
+            counters.engine_groups[engine] = counters.engine_groups.get(engine, 0) + 1
 
     # ------------------------------------------------------------------ launching
     def _launch_batch(self) -> bool:
@@ -233,9 +250,15 @@ class RLLoop:
         weights_dir.mkdir(exist_ok=True)
         path = weights_dir / f"policy-v{version}.safetensors"
         weights = parts.trainer.weights()
-        await asyncio.to_thread(_save_weights, weights, path)
+        await asyncio.to_thread(save_weights, weights, path)
+        engine = parts.config.engine
         await parts.router.refresh(
-            str(path), version, invalidate_caches=parts.config.engine.invalidate_caches
+            str(path),
+            version,
+            invalidate_caches=engine.invalidate_caches,
+            mode=engine.refresh_mode,
+            # a server that stops answering during the refresh is marked down, never waited on
+            refresh_timeout=engine.timeout_s if engine.kind == "http" else None,
         )
         for old in weights_dir.glob("policy-v*.safetensors"):
             if old != path:
@@ -306,6 +329,10 @@ class RLLoop:
             active_tasks=parts.deck.active_count,
             terminations=batch.terminations,
             per_task_reward=batch.per_task_reward,
+            lost_rollouts=self.counters.lost_rollouts,
+            released_rollouts=self.counters.released_rollouts,
+            engines_up=sum(e.state is EngineState.UP for e in parts.router.snapshot().engines),
+            engine_groups=dict(sorted(self.counters.engine_groups.items())),
         )
 
 
@@ -313,7 +340,7 @@ def _finite(value: float, fallback: float) -> float:
     return value if math.isfinite(value) else fallback
 
 
-def _save_weights(weights: dict[str, torch.Tensor], path: Path) -> None:
+def save_weights(weights: dict[str, torch.Tensor], path: Path) -> None:
     """Write the refresh weights atomically (engines never read a half-written file)."""
     tmp = path.with_suffix(".tmp")
     save_file(weights, str(tmp))

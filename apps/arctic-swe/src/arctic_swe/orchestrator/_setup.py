@@ -6,8 +6,7 @@ checkpoint that does not fit) raises :class:`SetupError` before any rollout star
 
 from __future__ import annotations
 
-import copy
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,18 +18,23 @@ from torch import nn
 from arctic_swe.chat import IM_END, ChatError, load_tokenizer, special_id
 from arctic_swe.config import RunConfig, RunDir
 from arctic_swe.deck import DeckError, load_deck
-from arctic_swe.engine import EngineConfig, TorchEngine, derive_seed
 from arctic_swe.harness import HarnessConfig
 from arctic_swe.metrics import MetricsLog
 from arctic_swe.model import CheckpointError
+from arctic_swe.orchestrator._engines import (
+    EngineFactory,
+    EngineInputs,
+    EngineSetupError,
+    open_engines,
+)
+from arctic_swe.orchestrator._engines import torch_engine as _torch_engine
 from arctic_swe.orchestrator._loop import Components
 from arctic_swe.trainer import Trainer, latest_checkpoint, load_checkpoint, load_fp32_policy
 from deck_evictor import Deck, EvictionRules, ReplayPolicy
-from load_router import Engine, LeastLoaded, PolicyClock, Router, SessionHash
+from load_router import LeastLoaded, PolicyClock, Router, SessionHash
 from swe_sandbox import Backend, NamespaceBackend, SandboxPool
 
-#: Build one engine: ``(index, model copy, engine config, version) -> Engine``.
-EngineFactory = Callable[[int, nn.Module, EngineConfig, int], Engine]
+__all__ = ["EngineFactory", "Inputs", "SetupError", "_torch_engine", "open_components"]
 
 
 class SetupError(RuntimeError):
@@ -57,10 +61,6 @@ def harness_config(config: RunConfig) -> HarnessConfig:
         gated_reward=h.gated_reward,
         strict_format=h.strict_format,
     )
-
-
-def _torch_engine(index: int, model: nn.Module, config: EngineConfig, version: int) -> Engine:
-    return TorchEngine(model, config, version=version)
 
 
 def _load_policy(config: RunConfig, path: Path) -> nn.Module:
@@ -123,28 +123,20 @@ async def open_components(
     elif resume:
         log.truncate(0)  # crashed before the first checkpoint: start over
     stop_id = special_id(tokenizer, IM_END)
-    engines = [
-        engine_factory(
-            index,
-            copy.deepcopy(trainer.model),
-            EngineConfig(
-                engine_id=f"torch-{index}",
-                capacity=config.engine.capacity,
-                seed=derive_seed(config.run.seed, 1000 * version + index),
-                stop_token_ids=(stop_id,),
-                state_dtype=torch.float32 if config.trainer.fp32_numerics else torch.bfloat16,
-            ),
-            version,
-        )
-        for index in range(config.engine.engines)
-    ]
-    policy = SessionHash() if config.engine.routing == "session_hash" else LeastLoaded()
-    router = Router(
-        engines, policy, max_resident_per_engine=config.engine.max_resident, version=version
+    engine_inputs = EngineInputs(
+        trainer.model, inputs.policy_dir, stop_id, version, trainer.weights
     )
     pool = SandboxPool(backend or NamespaceBackend(), max_concurrency=config.harness.sandboxes)
     try:
-        async with pool:
+        engine_set = open_engines(config, run, engine_inputs, engine_factory)
+        async with engine_set as engines, pool:
+            policy = SessionHash() if config.engine.routing == "session_hash" else LeastLoaded()
+            router = Router(
+                engines.engines,
+                policy,
+                max_resident_per_engine=config.engine.max_resident,
+                version=version,
+            )
             yield Components(
                 config=config,
                 run=run,
@@ -160,12 +152,10 @@ async def open_components(
                 log=log,
                 resume_groups=resume_groups,
                 launched=launched,
+                engines=engines,
             )
-    finally:
-        for engine in engines:
-            close = getattr(engine, "close", None)
-            if close is not None:
-                await close()
+    except EngineSetupError as exc:
+        raise SetupError(str(exc)) from exc
 
 
 def _inflight(extras: dict[str, Any]) -> tuple[list[tuple[str, int | None]], int]:
