@@ -1,17 +1,18 @@
-"""What one Pipeline-2 judgement costs, and what reusing a sandbox per task saves (swe-curate).
+"""What curation costs per stage, serial against parallel, and which verdicts it reaches.
 
-On a small real task (the ``clamp`` fix with a loose suite) this measures:
+Runs swe-curate's whole pipeline (``run_pipeline``: audit → judge → strengthen, the offline
+judge, the namespace sandbox pool) on the held-out cases of swe-curate's test suite (six small
+duration-parsing repositories, one per verdict the judge must reach), twice on fresh output
+directories: with ``--workers 1`` (the baseline) and with ``--workers 4``, in the same run.
 
-- offline counterfactual generation (mutating the gold patch on the host; no sandbox),
-- scoring every counterfactual with ``SandboxScorer`` (one sandbox per task, reset between
-  patches) against the baseline measured in the same run: a fresh ``Sandbox.create`` per
-  patch, graded identically. The ratio is baseline / ours (higher is better).
+Reports per stage the tasks and tasks/hour *per worker* (from each stage record's elapsed time),
+the batch's wall time and tasks/hour for each worker count, the speed-up ratio (4 workers /
+1 worker, higher is better), and the verdict table (expected vs judged vs final per case; the
+two runs must agree). Needs root and swe-sandbox's root filesystem; prints ``{"skipped": …}``
+where it cannot run. Prints one JSON object as the last stdout line.
 
-Needs the namespace backend (root and swe-sandbox's root filesystem); prints
-``{"skipped": reason}`` where it cannot run. Prints one JSON object as the last stdout line.
-
-    python benchmarks/curate_judge_cost.py            # every counterfactual, 3 repeats
-    python benchmarks/curate_judge_cost.py --smoke    # 2 counterfactuals, 1 repeat
+    python benchmarks/curate_judge_cost.py            # six cases, workers 1 and 4
+    python benchmarks/curate_judge_cost.py --smoke    # two cases, workers 1 and 2
 """
 
 from __future__ import annotations
@@ -20,46 +21,85 @@ import argparse
 import json
 import os
 import platform
-import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-from swe_curate import OfflineJudge, SandboxScorer, judge_context, make_patch
-from swe_sandbox import NamespaceBackend, RepoSource, Sandbox, SandboxError, TaskSpec
+from swe_curate import (
+    AuditConfig,
+    OfflineJudge,
+    PoolRunner,
+    RecordStore,
+    RunConfig,
+    RunOutput,
+    import_rows,
+    run_pipeline,
+    stage_rates,
+    task_to_row,
+)
+from swe_sandbox import Limits, NamespaceBackend, SandboxError
 
-BUGGY = "def clamp(x, lo, hi):\n    if x > hi:\n        return hi\n    return x\n"
-GOLD = BUGGY.replace("    return x\n", "    if x < lo:\n        return lo\n    return x\n")
-TESTS = "from geom import clamp\n\n\ndef test_high():\n    assert clamp(50, 0, 10) == 10\n"
-LOOSE = TESTS + "\n\ndef test_low():\n    assert clamp(-5, 0, 10) == 0\n"
-
-
-def make_task(root: Path) -> TaskSpec:
-    (root / "geom.py").write_text(BUGGY)
-    (root / "test_geom.py").write_text(TESTS)
-    return TaskSpec(
-        instance_id="bench-clamp",
-        repo=RepoSource.directory(root),
-        problem_statement="clamp() ignores its lower bound",
-        gold_patch=make_patch({"geom.py": BUGGY}, {"geom.py": GOLD}),
-        test_patch=make_patch({"test_geom.py": TESTS}, {"test_geom.py": LOOSE}),
-        fail_to_pass=("test_geom.py::test_low",),
-        pass_to_pass=("test_geom.py::test_high",),
-    )
+# The held-out cases live with swe-curate's tests (they are its acceptance suite).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "packages/swe-curate/tests"))
+from curate_cases import CASES, EXPECTED, make_task  # type: ignore[import-not-found]
 
 
-def fresh_grade(task: TaskSpec, backend: NamespaceBackend, patch: str) -> int:
-    with Sandbox.create(task, backend) as sandbox:
-        sandbox.apply_patch(patch)
-        return sandbox.grade().reward
+def write_rows(root: Path, cases: list[str]) -> Path:
+    path = root / "rows.jsonl"
+    rows = [json.dumps(task_to_row(make_task(root, case))) for case in cases]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def one_run(
+    rows: Path, out: Path, backend: NamespaceBackend, workers: int, reruns: int
+) -> dict[str, Any]:
+    config = RunConfig(workers=workers, audit=AuditConfig(reruns=reruns))
+    began = time.perf_counter()
+    with PoolRunner(backend, Limits(grade_timeout_s=120, exec_timeout_s=120), workers) as pool:
+        finals = run_pipeline(import_rows(rows), RunOutput(out), pool.scorer, OfflineJudge, config)
+    wall = time.perf_counter() - began
+    records = RecordStore(out / "records.jsonl")
+    judged = {r.instance_id: r.verdict.value for r in records.records("judge")}
+    return {
+        "workers": workers,
+        "tasks": len(finals),
+        "wall_s": round(wall, 1),
+        "tasks_per_hour": round(3600 * len(finals) / wall, 1),
+        "stages_per_worker": stage_rates(records),
+        "judged": judged,
+        "final": {r.instance_id: r.verdict.value for r in finals},
+    }
+
+
+def verdict_table(cases: list[str], runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    table = []
+    for case in cases:
+        iid = f"durations-{case.replace('_', '-')}"
+        judged = {run["judged"].get(iid) for run in runs}
+        final = {run["final"].get(iid) for run in runs}
+        table.append(
+            {
+                "case": case,
+                "expected": EXPECTED[case],
+                "judged": "/".join(sorted(v or "-" for v in judged)),
+                "final": "/".join(sorted(v or "-" for v in final)),
+                "holds": judged == {EXPECTED[case]},
+            }
+        )
+    return table
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--smoke", action="store_true", help="tiny sizes, a few seconds")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="two cases, workers 1 and 2")
+    parser.add_argument("--workers", type=int, default=4, help="the parallel run's workers")
+    parser.add_argument("--reruns", type=int, default=2, help="audit reruns per tree")
     args = parser.parse_args()
-    repeats = 1 if args.smoke else args.repeats
+    cases = ["good_literal", "exact_message"] if args.smoke else list(CASES)
+    parallel = 2 if args.smoke else args.workers
     backend = NamespaceBackend()
     try:
         backend.check()
@@ -67,42 +107,35 @@ def main() -> None:
     except SandboxError as exc:
         print(json.dumps({"benchmark": "curate_judge_cost", "skipped": str(exc)}))
         return
-    task = make_task(Path(tempfile.mkdtemp(prefix="curate-bench-")))
-    ctx = judge_context(task, {})  # also warms swe-sandbox's per-task preparation cache
-    began = time.perf_counter()
-    counterfactuals = OfflineJudge().counterfactuals(ctx)
-    generate_s = time.perf_counter() - began
-    if args.smoke:
-        counterfactuals = counterfactuals[:2]
-    ours, baseline = [], []
-    rewards_ours: list[int] = []
-    rewards_base: list[int] = []
-    for _ in range(repeats):
-        with SandboxScorer(backend) as scorer:
-            began = time.perf_counter()
-            rewards_ours = [scorer.grade(task, cf.patch).reward for cf in counterfactuals]
-            ours.append(time.perf_counter() - began)
-        began = time.perf_counter()
-        rewards_base = [fresh_grade(task, backend, cf.patch) for cf in counterfactuals]
-        baseline.append(time.perf_counter() - began)
-    assert rewards_ours == rewards_base, "reuse must not change a single reward"
-    n = len(counterfactuals)
-    result = {
-        "benchmark": "curate_judge_cost",
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, no GPU",
-        "counterfactuals": n,
-        "wrong_passing": sum(
-            r
-            for r, cf in zip(rewards_ours, counterfactuals, strict=True)
-            if cf.kind.value == "wrong"
-        ),
-        "generate_s": round(generate_s, 4),
-        "score_per_patch_s_reuse": round(statistics.median(ours) / n, 3),
-        "score_per_patch_s_fresh": round(statistics.median(baseline) / n, 3),
-        "speedup_fresh_over_reuse": round(statistics.median(baseline) / statistics.median(ours), 2),
-        "repeats": repeats,
-    }
-    print(json.dumps(result))
+    root = Path(tempfile.mkdtemp(prefix="curate-bench-"))
+    rows = write_rows(root, cases)
+    runs = [
+        one_run(rows, root / f"out-{workers}", backend, workers, args.reruns)
+        for workers in (1, parallel)
+    ]
+    table = verdict_table(cases, runs)
+    for row in table:
+        print(
+            f"{row['case']:<18} expected {row['expected']:<17} judged {row['judged']:<17} "
+            f"final {row['final']:<17} {'ok' if row['holds'] else 'WRONG'}"
+        )
+    serial, fast = runs
+    print(
+        json.dumps(
+            {
+                "benchmark": "curate_judge_cost",
+                "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, namespace backend",
+                "cases": len(cases),
+                "runs": [
+                    {k: v for k, v in r.items() if k not in ("judged", "final")} for r in runs
+                ],
+                "speedup": round(serial["wall_s"] / fast["wall_s"], 2),
+                "verdicts": table,
+                "verdicts_hold": all(row["holds"] for row in table),
+                "runs_agree": serial["final"] == fast["final"],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

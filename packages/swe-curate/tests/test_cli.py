@@ -76,22 +76,16 @@ def test_entry_point_help_and_bad_input(tmp_path: Path) -> None:
         pytest.skip("swe-curate entry point not installed in this environment")
     done = subprocess.run([exe, "--help"], capture_output=True, text=True, check=False)
     assert done.returncode == 0
-    for command in ("audit", "judge", "strengthen", "inject", "summary"):
+    for command in ("run", "audit", "judge", "strengthen", "inject", "summary"):
         assert command in done.stdout
-    missing = subprocess.run(
-        [exe, "summary", "--records", str(tmp_path / "none.jsonl")],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert missing.returncode == 0
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"instance_id": "a"}\n')
     broken = subprocess.run(
         [exe, "summary", "--records", str(bad)], capture_output=True, text=True, check=False
     )
-    assert broken.returncode == 2
-    assert "not a task record" in broken.stdout
+    assert broken.returncode == 1
+    assert broken.stderr.startswith("swe-curate: error: not a task record")
+    assert "Traceback" not in broken.stderr
 
 
 def test_llm_judge_garbage_through_the_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -131,3 +125,48 @@ def test_inject_from_an_sdist(
     assert len(rows) == len(injected) == 1
     assert rows[0]["instance_id"].startswith("inflection-0.5.1-")
     assert Path(rows[0]["repo"]["location"]).is_dir()
+
+
+def _bad_inputs(tmp: Path) -> list[tuple[list[str], int, str]]:
+    """(argv, exit code, text the one error line must hold)."""
+    rows = tmp / "rows.jsonl"
+    rows.write_text("")
+    binary = tmp / "binary.jsonl"
+    binary.write_bytes(b"\xff\xfe\x00not utf-8")
+    records = ["--records", str(tmp / "r.jsonl")]
+    missing = str(tmp / "missing.jsonl")
+    return [
+        (["audit", str(rows), *records, "--reruns", "0"], 2, "--reruns: must be > 0"),
+        (["audit", str(rows), *records, "--reruns", "many"], 2, "expected a number"),
+        (["audit", str(rows), *records, "--grade-timeout", "-5"], 2, "must be > 0, got -5"),
+        (["judge", str(rows), *records, "--judge-retries", "-1"], 2, "must be >= 0"),
+        (["run", str(rows), "--out", str(tmp / "o"), "--workers", "0"], 2, "must be > 0"),
+        (["audit", missing, *records], 1, "cannot read task rows"),
+        (["audit", str(tmp), *records], 1, "cannot read task rows"),
+        (["audit", str(binary), *records], 1, "cannot read task rows"),
+        (["run", missing, "--out", str(tmp / "o")], 1, "cannot read task rows"),
+        (["run", str(rows), "--out", str(tmp / "o"), "--force", "ghost"], 1, "'ghost'"),
+        (["summary", "--records", missing], 1, "no such record file"),
+        (["summary", "--records", str(binary)], 1, "error"),
+        (["run", str(rows), "--out", str(tmp / "o"), "--judge", "llm"], 1, "not configured"),
+        (["audit", str(rows)], 2, "--records"),
+        (["frobnicate"], 2, "invalid choice"),
+    ]
+
+
+def test_bad_inputs_end_in_one_error_line_without_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("SWE_CURATE_JUDGE_BASE_URL", "SWE_CURATE_JUDGE_MODEL", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    for argv, code, text in _bad_inputs(tmp_path):
+        try:
+            got = main(argv)
+        except SystemExit as exc:  # argparse usage errors
+            got = int(exc.code or 0)
+        out, err = capsys.readouterr()
+        assert got == code, (argv, got, err)
+        assert len(err.strip().splitlines()) == 1, (argv, err)
+        assert err.startswith("swe-curate"), (argv, err)
+        assert text in err, (argv, err)
+        assert "Traceback" not in out + err

@@ -1,10 +1,10 @@
 """Execution audits, counterfactual judging, test strengthening and deck building for SWE RL tasks.
 
-Implements issue #9 / DESIGN.md §3 "swe-curate" (paper §4): Pipeline 1 (``audit_task``),
-Pipeline 2 (``judge_task`` with an ``OfflineJudge`` or an ``LLMJudge``), test strengthening
-(``strengthen_task``), importers for SWE-bench / SWE-rebench / R2E-Gym rows and deck building
-by bug injection (``inject``). Tasks are ``swe_sandbox.TaskSpec``; the scorer is swe-sandbox's
-grader, exactly as training uses it.
+Arctic-SWE §4 (data curation): Pipeline 1 (``audit_task``), Pipeline 2 (``judge_task`` with an
+``OfflineJudge`` or an ``LLMJudge``), test strengthening (``strengthen_task``), the whole batch
+pipeline (``run_pipeline``, ``swe-curate run``), importers for SWE-bench / SWE-rebench / R2E-Gym
+rows and deck building by bug injection (``inject``). Tasks are ``swe_sandbox.TaskSpec``; the
+scorer is swe-sandbox's grader, exactly as training uses it.
 """
 
 from swe_curate._audit import STAGE as AUDIT_STAGE
@@ -20,10 +20,13 @@ from swe_curate._errors import (
     JudgeGarbageError,
     JudgeTimeoutError,
     MalformedRowError,
+    MissingRepoError,
+    MissingTestCommandError,
     MutationError,
     PatchApplyError,
     PatchFormatError,
     ScorerError,
+    TaskInputError,
 )
 from swe_curate._importers import (
     ImportedRow,
@@ -34,12 +37,17 @@ from swe_curate._importers import (
     task_to_row,
 )
 from swe_curate._inject import InjectConfig, inject, unpack_source
+from swe_curate._issue import IssueExample, issue_examples, named_functions
 from swe_curate._judge import Finding, Judge, JudgeContext, OfflineJudge
 from swe_curate._judging import JudgeConfig, judge_context, judge_task, task_after_audit
+from swe_curate._leeway import rename_private_helpers, vary_messages
 from swe_curate._llm_judge import LLMJudge
+from swe_curate._pooled import PooledScorer, PoolRunner
 from swe_curate._records import RecordStore, TaskRecord, summarize
+from swe_curate._run import RunConfig, RunOutput, run_pipeline, stage_rates
 from swe_curate._scorer import SandboxScorer, Scorer, TaskTree
 from swe_curate._source import PatchedTree
+from swe_curate._special_case import special_case_issue_examples
 from swe_curate._strengthen import StrengthenConfig, strengthen_task
 from swe_curate._verdicts import Verdict
 from swe_curate._version import __version__
@@ -58,6 +66,7 @@ __all__ = [
     "Finding",
     "ImportedRow",
     "InjectConfig",
+    "IssueExample",
     "Judge",
     "JudgeConfig",
     "JudgeContext",
@@ -67,19 +76,26 @@ __all__ = [
     "Kind",
     "LLMJudge",
     "MalformedRowError",
+    "MissingRepoError",
+    "MissingTestCommandError",
     "MutationError",
     "OfflineJudge",
     "PatchApplyError",
     "PatchFormatError",
     "PatchedTree",
+    "PoolRunner",
+    "PooledScorer",
     "ProbeCase",
     "ProbeResult",
     "RecordStore",
     "RowFormat",
+    "RunConfig",
+    "RunOutput",
     "SandboxScorer",
     "Scorer",
     "ScorerError",
     "StrengthenConfig",
+    "TaskInputError",
     "TaskRecord",
     "TaskTree",
     "TokenUsage",
@@ -94,17 +110,24 @@ __all__ = [
     "distinguishing",
     "import_rows",
     "inject",
+    "issue_examples",
     "judge_context",
     "judge_task",
     "make_patch",
+    "named_functions",
     "parse_patch",
     "parse_row",
+    "rename_private_helpers",
     "render_patch",
+    "run_pipeline",
+    "special_case_issue_examples",
+    "stage_rates",
     "strengthen_task",
     "summarize",
     "task_after_audit",
     "task_from_native_row",
     "task_to_row",
     "unpack_source",
+    "vary_messages",
     "wrong_counterfactuals",
 ]

@@ -34,6 +34,8 @@ _VALUE_PHRASE = re.compile(
 _RAISE_PHRASE = re.compile(r"\b(?:should|must)\s+raise\s+(?:an?\s+)?([A-Za-z_]\w*)")
 _SCALAR = re.compile(r"-?\d[\d_]*(?:\.\d+)?(?:[eE][-+]?\d+)?|True\b|False\b|None\b")
 _CLOSERS = {"(": ")", "[": "]", "{": "}"}
+_MISSING: Any = object()
+"""No literal found (``None`` is a literal an issue may state)."""
 
 
 @attrs.frozen
@@ -83,25 +85,25 @@ def issue_examples(issue: str, functions: Iterable[str] | None = None) -> list[I
         args = _literal_args(text[match.end() : close])
         if args is None:
             continue
-        following = _CALL.search(text, close + 1)
-        after = text[close + 1 : following.start() if following else len(text)]
-        example = _claim(name, args, after)
+        example = _claim(name, args, text[close + 1 :])
         if example is not None and example not in found:
             found.append(example)
     return found
 
 
 def _claim(name: str, args: tuple[Any, ...], after: str) -> IssueExample | None:
-    end = _SENTENCE_END.search(after)
-    sentence = after[: end.start()] if end else after
+    """The claim that follows a call: its phrase must come before the sentence ends or another
+    call starts; the stated literal itself is read from the full text (it may hold either)."""
+    ends = [m.start() for m in (_SENTENCE_END.search(after), _CALL.search(after)) if m]
+    sentence = after[: min(ends, default=len(after))]
     value = _VALUE_PHRASE.search(sentence)
     raised = _RAISE_PHRASE.search(sentence)
     if raised and (value is None or raised.start() < value.start()):
         return IssueExample(name, repr(args), raises=raised.group(1))
     if value is None:
         return None
-    literal = _literal_at(sentence, value.end())
-    if literal is None:
+    literal = _literal_at(after, value.end())
+    if literal is _MISSING:
         return None
     return IssueExample(name, repr(args), value=repr(literal))
 
@@ -120,9 +122,9 @@ def _literal_args(source: str) -> tuple[Any, ...] | None:
 
 
 def _literal_at(text: str, start: int) -> Any:
-    """The Python literal that starts at ``text[start]``, or ``None`` when there is none."""
+    """The Python literal that starts at ``text[start]``, or ``_MISSING`` when there is none."""
     if start >= len(text):
-        return None
+        return _MISSING
     head = text[start]
     if head in _CLOSERS:
         close = _matching(text, start)
@@ -134,11 +136,11 @@ def _literal_at(text: str, start: int) -> Any:
         scalar = _SCALAR.match(text, start)
         source = scalar.group(0) if scalar else None
     if source is None:
-        return None
+        return _MISSING
     try:
         return ast.literal_eval(source)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return None
+        return _MISSING
 
 
 def _string_end(text: str, start: int) -> int | None:
