@@ -2,6 +2,7 @@
 float64 reference, and that the stage installs in-context copying in a random-init policy."""
 
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -11,6 +12,8 @@ from hypothesis import strategies as st
 from arctic_swe.model import PolicyPreset, build_policy, policy_config
 from arctic_swe.warmstart import (
     InductionConfig,
+    InductionStep,
+    StageCheckpoint,
     WarmStartError,
     copy_batch,
     copy_loss,
@@ -89,3 +92,30 @@ def test_bad_config_is_refused(fields: dict[str, object]) -> None:
 def test_a_vocabulary_without_ordinary_tokens_is_refused() -> None:
     with pytest.raises(WarmStartError, match="no ordinary tokens"):
         copy_batch(torch.Generator(), InductionConfig(), vocab=10, first_token=9, sep=0)
+
+
+class _StopError(Exception):
+    """Stands for the interrupt: raised from ``on_step`` after a given step."""
+
+
+def test_an_interrupted_copy_stage_resumes_to_the_same_weights(tmp_path: Path) -> None:
+    config = InductionConfig(steps=5, batch_size=4, span=4)
+
+    def fresh() -> torch.nn.Module:
+        return build_policy(policy_config(48, SMALL), seed=2, patch_numerics=False)
+
+    def stop_at_3(record: InductionStep) -> None:
+        if record.step == 3:
+            raise _StopError
+
+    straight = fresh()
+    expected = pretrain_induction(straight, 48, 4, 2, config)
+    checkpoint = StageCheckpoint(tmp_path / "induction.pt", every=3)
+    with pytest.raises(_StopError):
+        pretrain_induction(fresh(), 48, 4, 2, config, stop_at_3, checkpoint=checkpoint)
+    resumed = fresh()
+    history = pretrain_induction(resumed, 48, 4, 2, config, checkpoint=checkpoint)
+    assert [s.step for s in history] == list(range(5))
+    assert [s.loss for s in history] == pytest.approx([s.loss for s in expected], rel=1e-5)
+    for got, want in zip(resumed.parameters(), straight.parameters(), strict=True):
+        assert torch.allclose(got, want, atol=1e-6)

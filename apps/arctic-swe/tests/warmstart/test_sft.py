@@ -2,6 +2,8 @@
 
 import itertools
 import math
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 import torch
@@ -13,6 +15,8 @@ from arctic_swe.model import PolicyPreset, build_policy, policy_config
 from arctic_swe.warmstart import (
     IGNORE,
     SFTConfig,
+    SFTStep,
+    StageCheckpoint,
     WarmStartError,
     assistant_loss,
     collate,
@@ -122,3 +126,44 @@ def test_schedule_warms_up_then_decays_to_the_final_fraction(
         assert rest[0] == pytest.approx(1.0)
     if len(rest) > 1:
         assert rest[-1] == pytest.approx(final)
+
+
+class _StopError(Exception):
+    """Stands for the interrupt: raised from ``on_step`` after a given step."""
+
+
+def _stop_after(step: int) -> Callable[[SFTStep], None]:
+    def on_step(record: SFTStep) -> None:
+        if record.step == step:
+            raise _StopError
+
+    return on_step
+
+
+def test_an_interrupted_fine_tune_resumes_to_the_same_weights(tmp_path: Path) -> None:
+    data = [
+        _trajectory([1, 2, 3, 4, 5, 6], [False, False, True, True, True, True]),
+        _trajectory([1, 7, 8, 9, 10], [False, True, True, True, True]),
+        _trajectory([2, 11, 12, 13], [False, False, True, True]),
+    ]  # 3 trajectories, batches of 2: the epoch order spans checkpoints
+    config = SFTConfig(steps=7, batch_size=2, lr=1e-2, warmup_steps=1)
+
+    def fresh() -> torch.nn.Module:
+        return build_policy(policy_config(VOCAB, SMALL), seed=4, patch_numerics=False)
+
+    straight = fresh()
+    expected = train_sft(straight, data, pad_id=0, config=config)
+    checkpoint = StageCheckpoint(tmp_path / "sft.pt", every=2)
+    with pytest.raises(_StopError):
+        train_sft(fresh(), data, 0, config, _stop_after(4), checkpoint=checkpoint)  # saved at 4
+    seen: list[int] = []
+    resumed = fresh()  # a new process: the weights come from the checkpoint
+    history = train_sft(
+        resumed, data, 0, config, lambda s: seen.append(s.step), checkpoint=checkpoint
+    )
+    assert seen == [4, 5, 6]  # step 4 ran but was not saved: it runs again
+    assert [s.loss for s in history] == pytest.approx([s.loss for s in expected], rel=1e-5)
+    for (name, got), want in zip(
+        resumed.state_dict().items(), straight.state_dict().values(), strict=True
+    ):
+        assert torch.allclose(got, want, atol=1e-6), name

@@ -18,6 +18,7 @@ from arctic_swe.warmstart._pipeline import (
     collect_expert,
     warm_start,
 )
+from arctic_swe.warmstart._resume import StageCheckpoint, WarmStartStaging, staging_dir
 from arctic_swe.warmstart._sft import (
     IGNORE,
     SFTConfig,
@@ -35,8 +36,10 @@ __all__ = [
     "InductionStep",
     "SFTConfig",
     "SFTStep",
+    "StageCheckpoint",
     "WarmStartError",
     "WarmStartResult",
+    "WarmStartStaging",
     "assistant_loss",
     "collate",
     "collect_expert",
@@ -46,6 +49,7 @@ __all__ = [
     "expert_sampler",
     "expert_turns",
     "pretrain_induction",
+    "staging_dir",
     "task_corpus",
     "train_sft",
     "warm_start",

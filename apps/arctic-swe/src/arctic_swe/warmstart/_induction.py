@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import torch
 from torch import nn
 
 from arctic_swe.warmstart._errors import WarmStartError
+from arctic_swe.warmstart._resume import StageCheckpoint
 from arctic_swe.warmstart._sft import optimizer_step
 
 
@@ -88,22 +89,39 @@ def pretrain_induction(
     sep: int,
     config: InductionConfig = InductionConfig(),
     on_step: Callable[[InductionStep], None] | None = None,
+    checkpoint: StageCheckpoint | None = None,
 ) -> list[InductionStep]:
     """Train ``model`` in place on the copy task; returns the per-step record (model left in
     eval mode). ``first_token`` is the first non-special id (special tokens are never drawn);
-    ``sep`` separates the two copies."""
+    ``sep`` separates the two copies. With ``checkpoint``, the state it holds is restored first
+    (``on_step`` sees only new steps) and the state is saved as the stage goes."""
     generator = torch.Generator().manual_seed(config.seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, betas=(0.9, 0.98))
     history: list[InductionStep] = []
+    saved = checkpoint.load() if checkpoint is not None else None
+    if saved is not None:
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        generator.set_state(saved["generator"])
+        history = [InductionStep(**step) for step in saved["history"]]
     model.train()
     try:
-        for step in range(config.steps):
+        for step in range(len(history), config.steps):
             began = time.monotonic()
             batch = copy_batch(generator, config, vocab, first_token, sep)
             loss, accuracy = copy_loss(model, batch, config.span)
             optimizer_step(model, optimizer, loss, config.grad_clip)
             record = InductionStep(step, float(loss.detach()), accuracy, time.monotonic() - began)
             history.append(record)
+            if checkpoint is not None and checkpoint.due(step + 1, config.steps):
+                checkpoint.save(
+                    {
+                        "model": model.state_dict(),
+                        "optimizer": optimizer.state_dict(),
+                        "generator": generator.get_state(),
+                        "history": [asdict(done) for done in history],
+                    }
+                )
             if on_step is not None:
                 on_step(record)
     finally:

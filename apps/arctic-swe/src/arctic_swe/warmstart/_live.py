@@ -12,6 +12,7 @@ from arctic_swe._progress import stage_progress
 from arctic_swe.deck import DeckTask
 from arctic_swe.warmstart._induction import InductionConfig
 from arctic_swe.warmstart._pipeline import WarmStartResult, warm_start
+from arctic_swe.warmstart._resume import staging_dir
 from arctic_swe.warmstart._sft import SFTConfig
 from swe_sandbox import Backend
 
@@ -30,6 +31,8 @@ def warm_start_live(
 ) -> WarmStartResult:
     """:func:`warm_start` with one progress bar per stage (expert, copy, SFT) and a closing
     line naming what was written and how long each stage took."""
+    if staging_dir(out_dir).is_dir():
+        console.print(f"resuming the interrupted warm start kept in {staging_dir(out_dir)}")
     with stage_progress(console) as progress:
         expert_bar = progress.add_task("expert", total=len(tasks), info="")
         copy_bar = progress.add_task("copy", total=induction.steps, info="")

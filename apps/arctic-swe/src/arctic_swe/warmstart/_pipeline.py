@@ -11,8 +11,9 @@ import asyncio
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from transformers import PreTrainedTokenizerFast
 
@@ -23,6 +24,7 @@ from arctic_swe.model import TINY_PRESET, PolicyPreset, build_policy, policy_con
 from arctic_swe.warmstart._errors import WarmStartError
 from arctic_swe.warmstart._expert import expert_sampler
 from arctic_swe.warmstart._induction import InductionConfig, InductionStep, pretrain_induction
+from arctic_swe.warmstart._resume import WarmStartStaging
 from arctic_swe.warmstart._sft import SFTConfig, SFTStep, train_sft
 from swe_sandbox import Backend, SandboxPool
 
@@ -87,23 +89,25 @@ def warm_start(
     on_step: Callable[[SFTStep], None] | None = None,
     induction: InductionConfig | None = None,
     on_induction: Callable[[InductionStep], None] | None = None,
+    checkpoint_every: int = 25,
 ) -> WarmStartResult:
     """Collect expert trajectories on ``tasks``; give a fresh policy of ``preset`` (seeded with
     ``model_seed``) induction pretraining (``induction``, stage 0: in-context copying, see
     ``_induction``) and then SFT on the expert trajectories; write the checkpoint (policy +
-    tokenizer + ``expert.jsonl``) to ``out_dir``. Raises :class:`WarmStartError` if the expert fails to
+    tokenizer + ``expert.jsonl``) to ``out_dir``.
+
+    An interrupted or crashed warm start resumes where it stopped when called again with the
+    same arguments (see ``_resume``: finished expert rollouts are kept, training continues
+    from its last saved step, saved every ``checkpoint_every`` steps). Raises :class:`WarmStartError` if the expert fails to
     submit on a task (a broken deck) or ``tasks`` is empty."""
     if not tasks:
         raise WarmStartError("the warm start needs at least one task")
-    began = time.monotonic()
-    expert = asyncio.run(
-        collect_expert(
-            tasks, tokenizer, backend, harness, concurrency=concurrency, on_done=on_expert
-        )
+    sft, induction = sft or SFTConfig(), induction or InductionConfig()
+    staging = WarmStartStaging(
+        out_dir, _settings(tasks, tokenizer, sft, induction, harness, model_seed, preset)
     )
-    broken = [t.task_id for t in expert if t.termination != "submitted"]
-    if broken:
-        raise WarmStartError(f"the expert failed to submit on {broken[:5]}")
+    began = time.monotonic()
+    expert = _expert_stage(tasks, tokenizer, backend, harness, staging, concurrency, on_expert)
     expert_seconds = time.monotonic() - began
     config = policy_config(
         len(tokenizer),
@@ -118,16 +122,25 @@ def warm_start(
     began = time.monotonic()
     first_ordinary = max(tokenizer.all_special_ids) + 1
     copied = pretrain_induction(
-        model, len(tokenizer), first_ordinary, eos_id, induction or InductionConfig(), on_induction
+        model,
+        len(tokenizer),
+        first_ordinary,
+        eos_id,
+        induction,
+        on_induction,
+        checkpoint=staging.stage("induction", checkpoint_every),
     )
     induction_seconds = time.monotonic() - began
     began = time.monotonic()
-    steps = train_sft(model, expert, pad_id, sft or SFTConfig(), on_step)
+    steps = train_sft(
+        model, expert, pad_id, sft, on_step, checkpoint=staging.stage("sft", checkpoint_every)
+    )
     sft_seconds = time.monotonic() - began
     target = save_policy(model, out_dir)
     save_tokenizer(tokenizer, target)
     with (target / EXPERT_FILE).open("w") as handle:
         handle.writelines(t.to_json() + "\n" for t in expert)
+    staging.remove()
     return WarmStartResult(
         target,
         tuple(expert),
@@ -137,3 +150,61 @@ def warm_start(
         tuple(copied),
         induction_seconds,
     )
+
+
+def _expert_stage(
+    tasks: Sequence[DeckTask],
+    tokenizer: PreTrainedTokenizerFast,
+    backend: Backend,
+    harness: HarnessConfig,
+    staging: WarmStartStaging,
+    concurrency: int,
+    on_expert: Callable[[Trajectory], None] | None,
+) -> list[Trajectory]:
+    """Expert trajectories for ``tasks`` in task order: those a previous run finished, then
+    the rest (each recorded in ``staging`` as it finishes)."""
+    finished = {t.task_id: t for t in staging.finished_expert()}
+    remaining = [task for task in tasks if task.instance_id not in finished]
+
+    def done(trajectory: Trajectory) -> None:
+        staging.record_expert(trajectory)
+        if on_expert is not None:
+            on_expert(trajectory)
+
+    for trajectory in finished.values():
+        if on_expert is not None:
+            on_expert(trajectory)
+    if remaining:
+        fresh = asyncio.run(
+            collect_expert(
+                remaining, tokenizer, backend, harness, concurrency=concurrency, on_done=done
+            )
+        )
+        finished.update((t.task_id, t) for t in fresh)
+    expert = [finished[task.instance_id] for task in tasks]
+    broken = [t.task_id for t in expert if t.termination != "submitted"]
+    if broken:
+        raise WarmStartError(f"the expert failed to submit on {broken[:5]}")
+    return expert
+
+
+def _settings(
+    tasks: Sequence[DeckTask],
+    tokenizer: PreTrainedTokenizerFast,
+    sft: SFTConfig,
+    induction: InductionConfig,
+    harness: HarnessConfig,
+    model_seed: int,
+    preset: PolicyPreset,
+) -> dict[str, Any]:
+    """Everything that decides what the warm start produces: a staging directory saved under
+    other settings is not resumed."""
+    return {
+        "tasks": [task.instance_id for task in tasks],
+        "vocab": len(tokenizer),
+        "sft": asdict(sft),
+        "induction": asdict(induction),
+        "harness": repr(harness),
+        "model_seed": model_seed,
+        "preset": asdict(preset),
+    }

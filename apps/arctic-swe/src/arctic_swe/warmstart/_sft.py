@@ -12,13 +12,14 @@ import math
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import torch
 from torch import nn
 
 from arctic_swe.harness import Trajectory
 from arctic_swe.warmstart._errors import WarmStartError
+from arctic_swe.warmstart._resume import StageCheckpoint
 
 IGNORE = -100
 
@@ -115,10 +116,13 @@ def train_sft(
     pad_id: int,
     config: SFTConfig = SFTConfig(),
     on_step: Callable[[SFTStep], None] | None = None,
+    checkpoint: StageCheckpoint | None = None,
 ) -> list[SFTStep]:
     """Fine-tune ``model`` in place on ``trajectories``; returns the per-step record.
 
     Batches are drawn by shuffled epochs with ``config.seed``; the model is left in eval mode.
+    With ``checkpoint``, the state it holds is restored first (the steps it records are not
+    run again; ``on_step`` sees only new ones) and the state is saved as the stage goes.
     """
     usable = [t for t in trajectories if any(t.loss_mask)]
     if not usable:
@@ -128,18 +132,26 @@ def train_sft(
         model.parameters(), lr=config.lr, betas=(0.9, 0.98), weight_decay=config.weight_decay
     )
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, config.lr_factor)
-    order: list[Trajectory] = []
+    order: list[int] = []  # indices into usable, drawn from the end
     history: list[SFTStep] = []
+    saved = checkpoint.load() if checkpoint is not None else None
+    if saved is not None:
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        schedule.load_state_dict(saved["schedule"])
+        rng.setstate(saved["rng"])
+        order = list(saved["order"])
+        history = [SFTStep(**step) for step in saved["history"]]
     model.train()
     try:
-        for step in range(config.steps):
+        for step in range(len(history), config.steps):
             began = time.monotonic()
             batch = []
             for _ in range(min(config.batch_size, len(usable))):
                 if not order:
-                    order = list(usable)
+                    order = list(range(len(usable)))
                     rng.shuffle(order)
-                batch.append(order.pop())
+                batch.append(usable[order.pop()])
             inputs, labels = collate(batch, pad_id)
             loss = assistant_loss(model, inputs, labels)
             optimizer_step(model, optimizer, loss, config.grad_clip)
@@ -147,6 +159,17 @@ def train_sft(
             tokens = int((labels != IGNORE).sum())
             record = SFTStep(step, float(loss.detach()), tokens, time.monotonic() - began)
             history.append(record)
+            if checkpoint is not None and checkpoint.due(step + 1, config.steps):
+                checkpoint.save(
+                    {
+                        "model": model.state_dict(),
+                        "optimizer": optimizer.state_dict(),
+                        "schedule": schedule.state_dict(),
+                        "rng": rng.getstate(),
+                        "order": order,
+                        "history": [asdict(done) for done in history],
+                    }
+                )
             if on_step is not None:
                 on_step(record)
     finally:
