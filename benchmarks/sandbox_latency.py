@@ -1,7 +1,9 @@
 """Sandbox latency benchmark (swe-sandbox).
 
 Per backend: create+prepare latency, ``execute_bash("true")`` round trip, grade latency
-(median, p95), and sustained tool calls/s with N concurrent sandboxes driven from one asyncio
+(median, p95) — the fresh-environment grade (`Sandbox.grade`: diff, policy, a new sandbox, the
+isolated run) interleaved with the in-place grade it replaced (graded tests restored into the
+agent's own sandbox and the plugin run there), with the extra cost per grade — and sustained tool calls/s with N concurrent sandboxes driven from one asyncio
 loop — each against the raw floor measured in the same run on the same sandboxes: a raw
 ``docker exec`` of ``true`` (Docker SDK, no wrapper) for the Docker backend, a raw ``nsenter``
 of ``true`` into the same namespaces for the namespace backend. Ratios are ours / floor.
@@ -40,7 +42,10 @@ from swe_sandbox import (
     TaskSpec,
 )
 from swe_sandbox._docker_backend import DockerSession
+from swe_sandbox._grader import PLUGIN_MODULE, PLUGIN_SOURCE, parse_report
 from swe_sandbox._namespace import NamespaceSession
+from swe_sandbox._prepare import prepare_repo
+from swe_sandbox._results import reward_contract
 
 
 def make_task(root: Path) -> TaskSpec:
@@ -117,6 +122,35 @@ def raw_exec(sandbox: Sandbox, program: tuple[str, ...] = ("/bin/true",)) -> Cal
     return lambda: subprocess.run(argv, check=True)
 
 
+def in_place_grade(sandbox: Sandbox, task: TaskSpec) -> int:
+    """The grade this package used to do: in the agent's own sandbox (restore, run, read)."""
+    sandbox.kill_agent_processes()
+    installed = sandbox.run_internal(
+        f"mkdir -p /grader/plugin /grader/r && cat > /grader/plugin/{PLUGIN_MODULE}.py"
+        " && chmod -R a+rX /grader && chmod 0733 /grader/r",
+        user="root",
+        stdin=PLUGIN_SOURCE.encode(),
+    )
+    assert installed.ok, installed.output
+    restore = prepare_repo(task).restore_files
+    sandbox.restore(restore)
+    env = {"SWE_SANDBOX_REPORT": "/grader/r/report.jsonl", "PYTEST_ADDOPTS": f"-p {PLUGIN_MODULE}"}
+    run = sandbox.run_internal(task.test_command, env=env)
+    sandbox.kill_agent_processes()
+    raw = sandbox.run_internal("cat /grader/r/report.jsonl; rm -rf /grader/r", user="root")
+    sandbox.restore(dict.fromkeys(restore))  # withheld again
+    report = parse_report(raw.output.splitlines())
+    reward, _ = reward_contract(
+        report.outcomes,
+        task.fail_to_pass,
+        task.pass_to_pass,
+        run.exit_code,
+        report_found=report.exit_status is not None,
+        collection_error=bool(report.collection_errors),
+    )
+    return reward
+
+
 def throughput(backend: Backend, task: TaskSpec, sandboxes: int, calls: int) -> dict[str, float]:
     """Sustained tool calls/s: `sandboxes` concurrent sandboxes, `calls` each, one event loop."""
 
@@ -167,19 +201,31 @@ def bench_backend(backend: Backend, task: TaskSpec, size: dict[str, int]) -> dic
             size["execs"] // 2,
         )
         sandbox.apply_patch(task.gold_patch)
-        grades = []
-        for _ in range(size["grades"]):
+
+        def fresh() -> None:
             result = sandbox.grade()
             assert result.reward == 1, result.reasons
-            grades.append(result.duration_s)
+
+        def in_place() -> None:
+            assert in_place_grade(sandbox, task) == 1
+
+        fresh()  # warm: the first grade of a task prepares its git tar
+        grades, in_place_grades = interleaved(fresh, in_place, size["grades"])
+        diffs = timed(sandbox.diff, size["grades"])
     exec_stats, floor_stats = stats(ours), stats(floor)
+    fresh_stats, place_stats = stats(grades), stats(in_place_grades)
     return {
         "create_prepare": stats(create),
         "exec_true": exec_stats,
         "raw_exec_true": floor_stats,
         "exec_ratio_vs_raw_median": exec_stats["median_ms"] / floor_stats["median_ms"],
         "raw_bash_exec_true": stats(bash_floor),
-        "grade": stats(grades),
+        "grade": fresh_stats,
+        "grade_in_place": place_stats,
+        "grade_extra_ms_median": fresh_stats["median_ms"] - place_stats["median_ms"],
+        "grade_extra_ms_p95": fresh_stats["p95_ms"] - place_stats["p95_ms"],
+        "grade_ratio_vs_in_place_median": fresh_stats["median_ms"] / place_stats["median_ms"],
+        "diff": stats(diffs),
         "throughput": throughput(backend, task, size["concurrent"], size["calls"]),
     }
 
@@ -195,11 +241,20 @@ def main() -> None:
         help="comma list of namespace,docker (default: both; smoke: namespace)",
     )
     parser.add_argument("--concurrent", type=int, default=32, help="concurrent sandboxes")
+    parser.add_argument(
+        "--grades", type=int, default=20, help="grades of each kind (fresh, in place), interleaved"
+    )
     args = parser.parse_args()
     size = (
-        {"creates": 2, "execs": 10, "grades": 1, "concurrent": 2, "calls": 3}
+        {"creates": 2, "execs": 10, "grades": 2, "concurrent": 2, "calls": 3}
         if args.smoke
-        else {"creates": 10, "execs": 200, "grades": 5, "concurrent": args.concurrent, "calls": 20}
+        else {
+            "creates": 10,
+            "execs": 200,
+            "grades": args.grades,
+            "concurrent": args.concurrent,
+            "calls": 20,
+        }
     )
     names = (args.backends or ("namespace" if args.smoke else "namespace,docker")).split(",")
     results: dict[str, Any] = {}
