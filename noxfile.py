@@ -1,7 +1,7 @@
 """Nox sessions for the Arctic-SWE workspace (uv backend).
 
 Per member:  tests(package)  import_alone(package)  typecheck(package)  build(package)
-Workspace:   lint  integration  bench_smoke  nightly
+Workspace:   lint  integration  bench_smoke  nightly  differential (swe-formatcheck vs vLLM)
 
 `import_alone` is the one that proves a piece can be lifted into another RL stack: a fresh
 environment holding only that member and its own dependencies imports it from outside the source
@@ -162,6 +162,21 @@ def bench_smoke(session: nox.Session) -> None:
         except (ValueError, IndexError) as exc:
             session.error(f"{script.name} did not print a JSON object last: {exc}")
         session.log(f"{script.name}: ok")
+
+
+@nox.session
+def differential(session: nox.Session) -> None:
+    """swe-formatcheck against vLLM's tool and reasoning parsers (vLLM + torch: a few GB; run
+    nightly, not in CI). The locked `arctic-swe[vllm]` set without the dev group, then pytest and
+    hypothesis; posargs go to the script mode (default ``--turns 5000``; the README's figures use
+    ``-- --turns 100000``)."""
+    _sync(session, "--package=arctic-swe", "--extra", "vllm", "--no-dev")
+    session.install("pytest>=8.3", "hypothesis>=6.100")
+    tests = MEMBERS["swe-formatcheck"] / "tests"
+    session.run("pytest", str(tests / "test_differential_vllm.py"))
+    session.run(
+        "python", str(tests / "differential_vllm.py"), *(session.posargs or ["--turns", "5000"])
+    )
 
 
 @nox.session

@@ -152,7 +152,7 @@ def _split_reasoning(turn: Turn, reasoning: str | None) -> str | None:
     """vLLM's reasoning read with this package's rule: leading whitespace before ``<think>`` and
     one canonical newline on each side (the leading one is in the prompt when pre-filled) go."""
     if turn.reasoning == "forbidden":
-        return None if not reasoning else reasoning
+        return reasoning or None
     text = reasoning or ""
     if not turn.think_prefilled:
         if not turn.raw.lstrip(" \t\n\r").startswith("<think>"):
