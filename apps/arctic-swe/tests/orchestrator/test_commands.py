@@ -83,6 +83,8 @@ def test_missing_policy_checkpoint_is_a_clear_error(
     deck = tmp_path / "deck"
     deck.mkdir()
     (deck / "deck.json").write_text("{}")  # reused as is: the loader must reject it
+    (deck / "tokenizer").mkdir()
+    (deck / "tokenizer" / "tokenizer.json").write_text("{}")
     policy = tmp_path / "policy"
     policy.mkdir()
     (policy / "config.json").write_text("{}")

@@ -54,6 +54,8 @@ def prepare_run_dir(path: str | os.PathLike[str], config: RunConfig, *, resume: 
     work starts.
     """
     run = RunDir(Path(path))
+    if resume and not run.config.is_file():  # before mkdir: a typo must not leave a directory
+        raise RunDirError(f"nothing to resume: {run.config} does not exist")
     try:
         run.root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -62,8 +64,6 @@ def prepare_run_dir(path: str | os.PathLike[str], config: RunConfig, *, resume: 
         raise RunDirError(f"{run.root} is not a directory")
     _probe_writable(run.root)
     if resume:
-        if not run.config.is_file():
-            raise RunDirError(f"nothing to resume: {run.config} does not exist")
         return run
     if run.config.exists():
         raise RunDirError(f"{run.root} already holds a run; pass --resume or pick a new --run-dir")

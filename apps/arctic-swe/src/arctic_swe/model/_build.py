@@ -8,6 +8,7 @@ import torch
 from transformers import Qwen3_5ForCausalLM, Qwen3_5TextConfig
 
 from arctic_swe.model._errors import PolicyConfigError, PolicyError
+from arctic_swe.model._quiet import silence_conv_fallback_notice
 from hybrid_numerics import (
     HybridNumericsError,
     PrecisionPolicy,
@@ -67,6 +68,7 @@ def install_numerics(
     policy = PrecisionPolicy(
         compute_dtype=None if compute_dtype == torch.float32 else compute_dtype
     )
+    silence_conv_fallback_notice()  # the patched layers' conv fallback is the intended path
     try:
         kept = apply_precision_policy(model, policy)
         patch_qwen3_5(model)
