@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from sandbox_testkit.leaks import live_sandbox_ids
 
-from swe_sandbox import Backend, Sandbox, SandboxClosedError, SandboxError, TaskSpec
+from swe_sandbox import Backend, Sandbox, TaskSpec
 
 #: Damage an agent can do to its own sandbox; grading must still return a verdict.
 DAMAGE = {
@@ -68,18 +69,16 @@ def test_reset_is_a_clean_slate(shared: Sandbox, toy_task: TaskSpec) -> None:
     assert check.output.split() == ["0"], check.output
 
 
-def test_reset_that_cannot_wipe_removes_the_sandbox(backend: Backend, toy_task: TaskSpec) -> None:
-    sandbox = Sandbox.create(toy_task, backend)
-    try:
+def test_reset_that_cannot_wipe_replaces_the_sandbox(backend: Backend, toy_task: TaskSpec) -> None:
+    with Sandbox.create(toy_task, backend) as sandbox:
+        first = sandbox.id
         # A file the agent uid cannot delete (root's, in the sticky /tmp).
         assert sandbox.run("touch /tmp/root-owned", user="root").ok
-        with pytest.raises(SandboxError, match="removed"):
-            sandbox.reset(toy_task)
-        assert sandbox.closed
-        with pytest.raises(SandboxClosedError):
-            sandbox.execute_bash("true")
-    finally:
-        sandbox.close()
+        sandbox.reset(toy_task)
+        assert sandbox.id != first  # removed, and a new sandbox took its place
+        assert not sandbox.run("test -e /tmp/root-owned").ok
+        assert sandbox.execute_bash("ls calc").ok
+    assert first not in live_sandbox_ids(backend)
 
 
 def test_diff_is_byte_exact_and_regrades(shared: Sandbox, toy_task: TaskSpec) -> None:

@@ -70,6 +70,7 @@ def test_reset_policy_reuses_a_wiped_sandbox(namespace: Backend, toy_task: TaskS
             await pool.release(first)
             second = await pool.acquire(toy_task)
             assert second.sync is first.sync  # reused, not recreated
+            assert second.id == first.id == first.sync.id
             listing = await second.execute_bash("ls note.txt; pgrep -c sleep")
             assert "No such file" in listing.output
             assert listing.output.strip().endswith("0")

@@ -37,6 +37,11 @@ class AsyncSandbox:
         self.sync = sandbox
         self._executor = executor
 
+    @property
+    def id(self) -> str:
+        """The sandbox id (`Sandbox.id`)."""
+        return self.sync.id
+
     async def _call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, lambda: fn(*args, **kwargs))

@@ -107,6 +107,7 @@ class Sandbox:
         self._backend = backend
         self._image = image
         self.policy = policy or GradingPolicy()
+        #: Public id of this sandbox (the container name suffix / runtime directory name).
         self.id = session.sandbox_id
         self.task: TaskSpec | None = None
         self._prepared: PreparedRepo | None = None
@@ -188,12 +189,12 @@ class Sandbox:
         self._loads += 1
 
     def reset(self, task: TaskSpec | None = None) -> None:
-        """A clean slate, or no sandbox: kill agent processes, wipe ``/work``, ``/tmp``,
-        ``/dev/shm`` (unreadable agent directories included) and the agent's IPC objects, check
-        that nothing is left, then load `task` (if given) and reopen the episode.
+        """A clean slate: kill agent processes, wipe ``/work``, ``/tmp``, ``/dev/shm``
+        (unreadable agent directories included) and the agent's IPC objects, check that nothing
+        is left, then load `task` (if given) and reopen the episode.
 
-        If anything survives the wipe the sandbox is closed and `SandboxError` raised (a pool
-        then starts a new one).
+        If anything survives the wipe, this sandbox is removed and a new one of the same
+        backend takes its place (a new `id`); `SandboxError` only if none can start.
         """
         self._live().kill_agent_processes()
         self.task, self._prepared, self.submitted = None, None, False
@@ -201,12 +202,21 @@ class Sandbox:
         self._exec(f"rm -rf {GRADER_DIR}/* 2>/dev/null; true", user="root", timeout=60)
         left = self._exec(_LEFTOVERS, timeout=60)
         if not left.ok or left.output.strip():
-            self.close()
-            raise SandboxError(
-                f"reset could not wipe the sandbox ({left.output.strip()[:200]}): removed"
-            )
+            self._replace_session(f"reset could not wipe it ({left.output.strip()[:200]})")
         if task is not None:
             self.load(task)
+
+    def _replace_session(self, why: str) -> None:
+        """Remove this sandbox and continue in a new one of the same backend, limits and image
+        (a new `id`); without a backend the sandbox is only closed and `SandboxError` raised."""
+        self.close()
+        if self._backend is None:
+            raise SandboxError(f"sandbox removed: {why}")
+        try:
+            session = self._backend.start(uuid.uuid4().hex[:16], self._limits, image=self._image)
+        except SandboxError as exc:
+            raise SandboxError(f"sandbox removed ({why}); no replacement: {exc}") from exc
+        self._session, self.id = session, session.sandbox_id
 
     def close(self) -> None:
         """Kill everything in the sandbox and remove it; idempotent."""
