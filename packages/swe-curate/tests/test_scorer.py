@@ -51,3 +51,14 @@ def test_docker_backend_grades_like_the_namespace_backend(tmp_path: Path) -> Non
     with SandboxScorer(backend) as docker_scorer:
         assert docker_scorer.grade(task, "").reward == 0
         assert docker_scorer.grade(task, task.gold_patch).reward == 1
+
+
+def test_a_sandbox_that_died_is_replaced_once(tmp_path: Path, scorer: SandboxScorer) -> None:
+    task = make_task(tmp_path, "good")
+    assert scorer.grade(task, "").reward == 0
+    live = scorer._sandbox
+    assert live is not None
+    live.close()  # its init gone, as when something outside kills it
+    assert scorer.grade(task, task.gold_patch).reward == 1
+    assert scorer.replacements == 1
+    assert scorer._sandbox is not live

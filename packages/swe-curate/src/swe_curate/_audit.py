@@ -1,4 +1,4 @@
-"""Pipeline 1 (paper §4, execution only): buggy and gold runs, F2P/P2P, reruns, binding asserts.
+"""Pipeline 1 (Arctic-SWE §4, execution only): buggy and gold runs, F2P/P2P, reruns, binding asserts.
 
 For each task: grade the buggy tree and the gold tree ``reruns`` times each with the training
 scorer; a graded test whose outcome changes across reruns of the same tree is flaky. The

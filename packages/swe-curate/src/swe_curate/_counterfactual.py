@@ -1,4 +1,4 @@
-"""Counterfactual patches: what the judge writes and the scorer grades (paper §4, Pipeline 2).
+"""Counterfactual patches: what the judge writes and the scorer grades (Arctic-SWE §4, Pipeline 2).
 
 A *wrong* counterfactual is a plausible patch that does not fix the issue; if the training
 scorer gives it full reward the suite is ``too_loose``. A *correct* counterfactual is a

@@ -1,6 +1,6 @@
 """The judge interface of Pipeline 2 and the offline judge (no model needed).
 
-A judge answers the three questions of paper §4 in dependency order. It never decides
+A judge answers the three questions of Arctic-SWE §4 in dependency order. It never decides
 question (2) by reading: it *writes* counterfactual patches, and Pipeline 2 scores them with the
 training scorer. The only edit a judge may make to a task is a rewritten issue text (question 3).
 """

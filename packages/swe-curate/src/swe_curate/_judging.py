@@ -1,4 +1,4 @@
-"""Pipeline 2 (paper §4): the judge's three questions in dependency order, settled by scoring
+"""Pipeline 2 (Arctic-SWE §4): the judge's three questions in dependency order, settled by scoring
 counterfactual patches with the training scorer.
 
 1. Does the gold patch fix the issue? No → ``gold_does_not_fix``.

@@ -1,4 +1,4 @@
-"""The scorer: swe-sandbox's grader, exactly as training uses it (paper §4: counterfactuals are
+"""The scorer: swe-sandbox's grader, exactly as training uses it (Arctic-SWE §4: counterfactuals are
 "scored with the training scorer"), plus a host-side view of a task's buggy tree for judges.
 
 A :class:`Scorer` applies a patch to the task's buggy tree inside a sandbox and grades it with
@@ -81,6 +81,8 @@ class SandboxScorer:
         self._sandbox: Sandbox | None = None
         self._task_id: str | None = None
         self.grades = 0
+        self.replacements = 0
+        """Sandboxes that failed to reset and were replaced by a fresh one."""
 
     def __enter__(self) -> SandboxScorer:
         return self
@@ -103,13 +105,19 @@ class SandboxScorer:
         sandbox.close()
 
     def _fresh(self, task: TaskSpec) -> Sandbox:
-        try:
-            if self._sandbox is None or self._task_id != task.instance_id:
-                self.close()
-                self._sandbox = self._open(task)
-                self._task_id = task.instance_id
-            else:
+        if self._sandbox is not None and self._task_id == task.instance_id:
+            try:
                 self._sandbox.reset(task)
+                return self._sandbox
+            except SandboxError:
+                # A sandbox that died under us (its init gone, a wipe that failed) is replaced
+                # once by a fresh one; only a fresh one failing is the task's error.
+                self.replacements += 1
+                self.close()
+        self.close()
+        try:
+            self._sandbox = self._open(task)
+            self._task_id = task.instance_id
         except SandboxError as exc:
             self.close()
             raise input_error(task, exc, "cannot start a sandbox") from exc
