@@ -17,10 +17,12 @@ from transformers import Qwen3_5ForCausalLM, Qwen3_5TextConfig
 
 import hybrid_numerics
 from arctic_swe.model import build_policy, load_policy
+from arctic_swe.model._quiet import silence_conv_fallback_notice
 
 
 def apply_fp32_numerics(model: nn.Module, *, fp32_state: bool = True) -> nn.Module:
     """Make every parameter FP32 (keeping the policy's FP32 names exact) and patch the kernels."""
+    silence_conv_fallback_notice()  # the patched layers' conv fallback is the intended path
     hybrid_numerics.apply_precision_policy(
         model, hybrid_numerics.PrecisionPolicy(compute_dtype=None)
     )
