@@ -239,6 +239,7 @@ def _validate_engine_kind(engine: Any) -> None:
     _require(engine.launch >= 0, "engine.launch", "must be >= 0")
     _require(engine.serve_threads >= 1, "engine.serve_threads", "must be >= 1")
     _require(engine.timeout_s > 0, "engine.timeout_s", "must be > 0")
+    _require(engine.startup_timeout_s > 0, "engine.startup_timeout_s", "must be > 0")
     if engine.kind == "inprocess":
         _require(not engine.urls, "engine.urls", 'needs engine.kind = "http"')
         _require(engine.launch == 0, "engine.launch", 'needs engine.kind = "http"')

@@ -69,8 +69,11 @@ class EngineSection:
     launch: int = 0
     serve_threads: int = 1  # torch threads of each launched server
     # An HTTP engine that does not answer a request or a refresh within this many seconds is
-    # marked down and its rollouts re-leased; also bounds a launched server's start-up.
+    # marked down and its rollouts re-leased.
     timeout_s: float = 120.0
+    # Bound on a server's start-up (a launched one printing its URL, any one answering /health);
+    # importing torch in two fresh processes on a busy 2-core machine took 70 s.
+    startup_timeout_s: float = 300.0
 
     @property
     def engine_count(self) -> int:

@@ -72,6 +72,7 @@ class UpdateMetrics:
     released_rollouts: int = 0  # of those, re-leased onto a live engine and rerun
     engines_up: int = 0  # engines taking work at the end of the update
     engine_groups: dict[str, int] = field(default_factory=dict)  # groups finished per engine
+    lag_token_mean: float = 0.0  # lag of each trained token at the version it was sampled under
 
     def __post_init__(self) -> None:
         for item in fields(self):

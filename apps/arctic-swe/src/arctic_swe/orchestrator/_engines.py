@@ -108,7 +108,8 @@ async def _http_engines(
     if section.launch:
         spec = ServerSpec(inputs.policy_dir, section.capacity, section.serve_threads)
         ids = [f"http-{i}" for i in range(section.launch)]
-        fleet = ServerFleet(spec, ids, run.root / "engines", startup_timeout=section.timeout_s)
+        log_dir = run.root / "engines"
+        fleet = ServerFleet(spec, ids, log_dir, startup_timeout=section.startup_timeout_s)
         try:
             await stack.enter_async_context(fleet)
         except LaunchError as exc:
@@ -124,7 +125,7 @@ async def _http_engines(
         for i, url in enumerate(urls)
     ]
     stack.push_async_callback(_close_all, list(engines))
-    await _await_ready(engines, urls, section.timeout_s)
+    await _await_ready(engines, urls, section.startup_timeout_s)
     if inputs.version > 0:  # a resumed run: servers start from the warm-start policy
         behind = [e for e in engines if await e.weight_version() != str(inputs.version)]
         await _catch_up(list(behind), run, inputs)

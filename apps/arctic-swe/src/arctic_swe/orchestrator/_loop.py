@@ -333,6 +333,7 @@ class RLLoop:
             released_rollouts=self.counters.released_rollouts,
             engines_up=sum(e.state is EngineState.UP for e in parts.router.snapshot().engines),
             engine_groups=dict(sorted(self.counters.engine_groups.items())),
+            lag_token_mean=lag.mean_token_lag,  # per token: versions change inside turns
         )
 
 
