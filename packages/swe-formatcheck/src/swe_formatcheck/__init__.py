@@ -1,7 +1,7 @@
 """Strict validation of raw assistant turns and the gated-reward episode gate.
 
-Paper §3.2 (seeds ``000`` §3.2, ``002`` §4.2): check the raw tokens, not the parsed call, and
-gate the reward on a clean, explicit submit.
+Arctic-SWE §3.2: check the raw tokens, not the parsed call, and gate the reward on a clean,
+explicit submit.
 """
 
 from swe_formatcheck._check import check_turn

@@ -1,4 +1,4 @@
-"""`check_turn`: the strict verdict on one raw assistant turn (paper §3.2, correction 2)."""
+"""`check_turn`: the strict verdict on one raw assistant turn (Arctic-SWE §3.2, correction 2)."""
 
 from __future__ import annotations
 

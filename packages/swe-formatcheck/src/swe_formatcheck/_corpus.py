@@ -1,9 +1,10 @@
 """`MALFORMED_CORPUS` and `VALID_CORPUS`: named turns shipped as package data.
 
-The malformed set covers the paper's 13 classes of malformed Qwen3.5 turns that public stacks
-executed anyway (§3.2; seeds ``002`` §4.2) and more; each case names the codes it must raise. The
-valid set holds turns that naive validators get wrong (HTML values, reasoning tags inside values,
-near-miss markup, NUL, a pre-filled ``<think>``). The JSON files live in ``corpus/``.
+The malformed set covers the 13 classes of malformed Qwen3.5 turns that public stacks executed
+anyway (Arctic-SWE §3.2) and more, including values that public parsers split or shorten (tag
+variants, special-token text); each case names the codes it must raise. The valid set holds
+turns that naive validators get wrong (HTML values, near-miss markup, NUL, a pre-filled
+``<think>``). The JSON files live in ``corpus/``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`EpisodeGate`: terminate bad episodes at once and gate the reward (paper §3.2, corrections 1, 3).
+"""`EpisodeGate`: terminate bad episodes at once and gate the reward (Arctic-SWE §3.2, corrections 1, 3).
 
 Fed every turn's verdict and token count, the gate decides *continue* or *terminate* with a
 reason, before group advantages are computed. Its `reward` is positive only for an episode that
@@ -6,7 +6,7 @@ ended on an explicit ``submit`` with no invalid turn. With ``on_invalid="feedbac
 show the model an error message and let it retry) the episode goes on but is *tainted*: a harness
 remedy must never share in a positive reward, or the policy learns to lean on the harness.
 
-``gated=False`` is the ablation the paper measures the gate against (§3.2): nothing but a submit
+``gated=False`` is the ablation Arctic-SWE §3.2 measures the gate against: nothing but a submit
 or a budget ends the episode (an invalid turn is only counted, a repeated call is allowed) and
 the reward is the task reward of whatever the repository holds at the end, submitted or not.
 """
