@@ -222,6 +222,9 @@ def test_an_engine_that_raises_has_its_group_re_leased(world: World, tmp_path: P
     # onto the healthy engine and rerun whole, so no rollout is lost
     assert sum(r.requeued_groups for r in result.records) >= 1
     assert sum(r.dropped_rollouts for r in result.records) == 0
+    lost = sum(r.lost_rollouts for r in result.records)
+    assert lost >= 2  # the crashed turn's whole group of 2: its work was lost ...
+    assert sum(r.released_rollouts for r in result.records) == lost  # ... and re-leased
     assert all(r.rollouts == 2 * 2 for r in result.records)
 
 
