@@ -60,6 +60,7 @@ class TorchEngine:
         self._latest_version = version
         self._closed = False
         self._failure: BaseException | None = None
+        self._paused = False
         self.last_refresh: RefreshStats | None = None
 
     # ------------------------------------------------------------ Engine protocol
@@ -188,6 +189,23 @@ class TorchEngine:
         self.last_refresh = stats
         return stats
 
+    @property
+    def paused(self) -> bool:
+        """Whether scheduling is frozen (:meth:`pause`)."""
+        return self._paused
+
+    def pause(self) -> None:
+        """Freeze every sequence where it is after the current step (vLLM's
+        ``pause(mode="keep")``): no token is sampled until :meth:`resume`; generate calls are
+        still accepted and queued, and refreshes still run. Idempotent."""
+        self._paused = True
+
+    def resume(self) -> None:
+        """Continue after :meth:`pause`. Idempotent."""
+        self._paused = False
+        if self._driver is not None or self._inbox:
+            self._kick()
+
     async def forget(self, token_ids: Iterable[int]) -> int:
         """Drop the parked cache of a finished rollout (history a prefix of ``token_ids``);
         returns how many slots were freed. Optional: parked slots are also evicted LRU."""
@@ -266,14 +284,17 @@ class TorchEngine:
     async def _drive(self) -> None:
         assert self._wake is not None
         while not self._closed:
-            if not (self._inbox or self._commands or self._core.has_work()):
+            stepping = not self._paused
+            if not (self._commands or (stepping and (self._inbox or self._core.has_work()))):
                 self._wake.clear()
                 await self._wake.wait()
                 continue
             commands, self._commands = self._commands, []
-            jobs, self._inbox = self._inbox, []
+            jobs: list[Job] = []
+            if stepping:
+                jobs, self._inbox = self._inbox, []
             try:
-                outcomes, finished = await asyncio.to_thread(self._step, commands, jobs)
+                outcomes, finished = await asyncio.to_thread(self._step, commands, jobs, stepping)
             except Exception as exc:  # a broken step: fail everything, refuse further work
                 self._failure = exc
                 error = EngineFailedError(f"engine {self.engine_id} step failed: {exc!r}")
@@ -289,9 +310,10 @@ class TorchEngine:
                     _settle(future, result=job.generation())
 
     def _step(
-        self, commands: list[_Command], jobs: list[Job]
+        self, commands: list[_Command], jobs: list[Job], stepping: bool = True
     ) -> tuple[list[tuple[bool, Any]], list[Job]]:
-        """Worker-thread body: commands first (between two steps), then one step.
+        """Worker-thread body: commands first (between two steps), then one step (none while
+        paused).
 
         A command's own error (bad weights) is its caller's; anything else is an engine bug
         and propagates, failing the engine.
@@ -302,7 +324,7 @@ class TorchEngine:
                 outcomes.append((True, command.action()))
             except (RefreshError, CheckpointError) as exc:
                 outcomes.append((False, exc))
-        return outcomes, self._core.iterate(jobs)
+        return outcomes, self._core.iterate(jobs) if stepping else []
 
     def _fail_all(self, error: BaseException) -> None:
         for job, future in list(self._futures.items()):

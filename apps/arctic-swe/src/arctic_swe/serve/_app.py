@@ -1,0 +1,207 @@
+"""The FastAPI application: vLLM 0.33's completion, pause and weight-transfer routes over an
+:class:`EngineServer` (Arctic-SWE §3.3).
+
+Every error is an OpenAI-style JSON body: 400 for bad input or a call out of order (the
+engine keeps serving, with its old weights where a weight update was refused), 503 while paused
+in ``abort``/``wait`` mode or for an aborted request (retryable), 500 if the engine failed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse
+from pydantic import ValidationError
+
+from arctic_swe.engine import EngineClosedError, EngineFailedError, Generation, RequestError
+from arctic_swe.serve._protocol import (
+    CompletionChoice,
+    CompletionLogProbs,
+    CompletionRequest,
+    CompletionResponse,
+    FinishReasonName,
+    UpdateInfo,
+    UsageInfo,
+    error_body,
+    spans_from_versions,
+)
+from arctic_swe.serve._state import AbortedError, EngineServer, PausedError, ProtocolError
+
+Decoder = Callable[[Sequence[int]], str]
+_M = TypeVar("_M", CompletionRequest, UpdateInfo)
+
+_FINISH: dict[str, FinishReasonName] = {
+    "stop": "stop",
+    "max_tokens": "length",
+    "context": "length",
+    "cancelled": "abort",
+}
+
+
+def create_app(server: EngineServer, *, decode: Decoder | None = None) -> FastAPI:
+    """The ASGI app serving ``server``; ``decode`` turns token ids into the ``text`` field
+    (empty text without one: RL clients read ``token_ids``)."""
+    app = FastAPI(title="arctic-swe engine", docs_url=None, redoc_url=None)
+    _install_error_handlers(app, server)
+
+    @app.post("/v1/completions")
+    async def completions(raw: Request) -> JSONResponse:
+        server.counters.requests += 1
+        request = _parse(CompletionRequest, await _json_object(raw))
+        reason = request.unsupported()
+        if reason is not None:
+            raise ProtocolError(reason)
+        prompt = request.prompt_ids()
+        server.check_prompt(prompt)
+        stops = () if request.ignore_eos else server.engine.config.stop_token_ids
+        stops = (*stops, *(request.stop_token_ids or ()))
+        turn = await server.generate(
+            prompt, request.max_tokens, seed=request.seed, stop_token_ids=stops
+        )
+        return JSONResponse(_completion(server, request, turn, decode).model_dump())
+
+    @app.get("/v1/models")
+    async def models() -> dict[str, Any]:
+        card = {
+            "id": server.model_name,
+            "object": "model",
+            "owned_by": "arctic-swe",
+            "max_model_len": server.max_model_len,
+        }
+        return {"object": "list", "data": [card]}
+
+    @app.get("/health")
+    async def health() -> JSONResponse:
+        return JSONResponse({})
+
+    @app.get("/metrics")
+    async def metrics() -> PlainTextResponse:
+        return PlainTextResponse(server.metrics_text(), media_type="text/plain; version=0.0.4")
+
+    @app.post("/pause")
+    async def pause(mode: str = "abort", clear_cache: bool = True) -> dict[str, str]:
+        await server.pause(mode, clear_cache)
+        return {"status": "paused"}
+
+    @app.post("/resume")
+    async def resume() -> dict[str, str]:
+        server.resume()
+        return {"status": "resumed"}
+
+    @app.get("/is_paused")
+    async def is_paused() -> dict[str, bool]:
+        return {"is_paused": server.paused}
+
+    @app.post("/init_weight_transfer_engine")
+    async def init_weight_transfer_engine(raw: Request) -> dict[str, str]:
+        info = (await _json_object(raw)).get("init_info", {})
+        if not isinstance(info, dict):
+            raise ProtocolError("init_info must be a JSON object")
+        server.init_transfer(info)
+        return {"message": "Weight transfer initialized"}
+
+    @app.post("/start_weight_update")
+    async def start_weight_update() -> dict[str, str]:
+        server.start_update()
+        return {"message": "Weight update started"}
+
+    @app.post("/update_weights")
+    async def update_weights(raw: Request) -> dict[str, str]:
+        info = _parse(UpdateInfo, (await _json_object(raw)).get("update_info"))
+        if not info.is_checkpoint_format:
+            raise ProtocolError("only checkpoint-format weights (Hugging Face names) are served")
+        await server.update_weights(info.weights_path)
+        return {"message": "Weights updated"}
+
+    @app.post("/finish_weight_update")
+    async def finish_weight_update(raw: Request) -> dict[str, str]:
+        body = await _json_object(raw, allow_empty=True)
+        label = body.get("weight_version")
+        if label is not None and not isinstance(label, str | int):
+            raise ProtocolError("weight_version must be a string")
+        await server.finish_update(None if label is None else str(label))
+        return {"message": "Weight update finished"}
+
+    @app.get("/weight_info")
+    async def weight_info() -> dict[str, str]:
+        return {"weight_version": str(server.engine.version)}
+
+    return app
+
+
+def _install_error_handlers(app: FastAPI, server: EngineServer) -> None:
+    def reply(status: int, kind: str) -> Callable[[Request, Exception], Any]:
+        async def handler(_request: Request, exc: Exception) -> JSONResponse:
+            if status < 500:
+                server.counters.request_errors += 1
+            return JSONResponse(error_body(str(exc), status, kind), status_code=status)
+
+        return handler
+
+    app.add_exception_handler(ProtocolError, reply(400, "BadRequestError"))
+    app.add_exception_handler(RequestError, reply(400, "BadRequestError"))
+    app.add_exception_handler(RequestValidationError, reply(400, "BadRequestError"))
+    app.add_exception_handler(PausedError, reply(503, "ServiceUnavailableError"))
+    app.add_exception_handler(AbortedError, reply(503, "ServiceUnavailableError"))
+    app.add_exception_handler(EngineFailedError, reply(500, "InternalServerError"))
+    app.add_exception_handler(EngineClosedError, reply(500, "InternalServerError"))
+
+
+async def _json_object(raw: Request, *, allow_empty: bool = False) -> dict[str, Any]:
+    data = await raw.body()
+    if allow_empty and not data.strip():
+        return {}
+    try:
+        body = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ProtocolError(f"request body is not valid JSON: {exc}") from exc
+    if not isinstance(body, dict):
+        raise ProtocolError("request body must be a JSON object")
+    return body
+
+
+def _parse(model: type[_M], data: object) -> _M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in error['loc']) or 'body'}: {error['msg']}"
+            for error in exc.errors()[:3]
+        )
+        raise ProtocolError(f"invalid {model.__name__}: {problems}") from exc
+
+
+def _completion(
+    server: EngineServer, request: CompletionRequest, turn: Generation, decode: Decoder | None
+) -> CompletionResponse:
+    ids = list(turn.token_ids)
+    logprobs = None
+    if request.logprobs is not None:
+        logprobs = CompletionLogProbs(
+            text_offset=list(range(len(ids))),
+            token_logprobs=list(turn.logprobs),
+            tokens=[f"token_id:{t}" for t in ids],
+            top_logprobs=[None] * len(ids),
+        )
+    choice = CompletionChoice(
+        text=decode(ids) if decode is not None else "",
+        logprobs=logprobs,
+        finish_reason=_FINISH[turn.finish_reason],
+        stop_reason=ids[-1] if turn.finish_reason == "stop" else None,
+        token_ids=ids if request.return_token_ids else None,
+        weight_versions=spans_from_versions(turn.versions)
+        if request.return_weight_versions
+        else None,
+    )
+    usage = UsageInfo(
+        prompt_tokens=turn.prompt_tokens,
+        completion_tokens=len(ids),
+        total_tokens=turn.prompt_tokens + len(ids),
+    )
+    return CompletionResponse(
+        model=request.model or server.model_name, choices=[choice], usage=usage
+    )
