@@ -166,3 +166,25 @@ def test_bad_batches_are_rejected_before_any_update(policy: Qwen3_5ForCausalLM) 
     with pytest.raises(BatchError, match="finite"):
         TrainSample((1, 2), (False, True), (0.0, -1.0), float("nan"))
     assert trainer.steps == 0
+
+
+def test_published_weights_leave_out_tied_aliases_and_load_into_an_engine(
+    policy: Qwen3_5ForCausalLM,
+) -> None:
+    trainer = Trainer(copy.deepcopy(policy), TrainerSection())
+    weights = trainer.weights()
+    state = policy.state_dict()
+    assert policy.config.tie_word_embeddings
+    assert set(state) - set(weights) == {"lm_head.weight"}  # the alias of the embedding
+    assert all(torch.equal(weights[name], state[name]) for name in weights)
+    assert all(t.device.type == "cpu" for t in weights.values())
+
+    async def refreshed_version() -> int:
+        engine = TorchEngine(copy.deepcopy(policy), EngineConfig(capacity=2))
+        try:
+            await engine.refresh_weights(weights, 1)  # accepted without the alias
+            return engine.version
+        finally:
+            await engine.close()
+
+    assert asyncio.run(refreshed_version()) == 1

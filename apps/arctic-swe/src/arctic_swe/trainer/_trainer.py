@@ -128,8 +128,20 @@ class Trainer:
         return logprobs[0].float()
 
     def weights(self) -> dict[str, torch.Tensor]:
-        """A CPU copy of the current weights for an engine refresh (each keeps its dtype)."""
-        return {k: v.detach().to("cpu", copy=True) for k, v in self.model.state_dict().items()}
+        """A CPU copy of the current weights for an engine refresh (each keeps its dtype).
+
+        Tied aliases are left out (``lm_head.weight`` under tied embeddings), as
+        ``save_pretrained`` writes them: a served engine's weight set has no alias, and the
+        in-process engine accepts either.
+        """
+        seen: set[int] = set()
+        weights: dict[str, torch.Tensor] = {}
+        for name, tensor in self.model.state_dict(keep_vars=True).items():
+            if id(tensor) in seen:  # the same parameter under a second name
+                continue
+            seen.add(id(tensor))
+            weights[name] = tensor.detach().to("cpu", copy=True)
+        return weights
 
     def state_dict(self) -> dict[str, Any]:
         """Optimizer state and step count (the model is saved as safetensors separately)."""
