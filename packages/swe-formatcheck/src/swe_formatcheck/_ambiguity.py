@@ -27,6 +27,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
+import attrs
+
 #: Tag names of the qwen3_coder call markup and of the reasoning block.
 CALL_TAG_NAMES: Final = ("tool_call", "function", "parameter")
 THINK_TAG_NAMES: Final = ("think",)
@@ -48,15 +50,19 @@ _VALUE_MARKUP: Final = markup_like(ALL_TAG_NAMES)
 _THINK_MARKUP: Final = markup_like(THINK_TAG_NAMES)
 
 
+@attrs.frozen
 class Ambiguity:
-    """Where and what: the first markup-like string found in a span."""
+    """Where and what: the first markup-like string found in a span.
 
-    __slots__ = ("at", "special", "text")
+    Attributes:
+        at: index of its ``<`` in the scanned text.
+        text: the string itself (``"</ parameter>"``, ``"<|im_end|>"``).
+        special: special-token text (deleted by parsers) rather than a tag variant.
+    """
 
-    def __init__(self, at: int, text: str, *, special: bool) -> None:
-        self.at = at
-        self.text = text
-        self.special = special
+    at: int
+    text: str
+    special: bool
 
     def describe(self, where: str) -> str:
         """A one-line explanation, fit to show the model as feedback."""
@@ -75,7 +81,7 @@ def _first(text: str, start: int, end: int, *, think_only: bool) -> Ambiguity | 
     if not found:
         return None
     match = min(found, key=lambda m: m.start())
-    return Ambiguity(match.start(), match.group(), special=match.re is SPECIAL_TOKEN_LIKE)
+    return Ambiguity(match.start(), match.group(), match.re is SPECIAL_TOKEN_LIKE)
 
 
 def find_in_value(text: str, start: int = 0, end: int | None = None) -> Ambiguity | None:
