@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         WeightFileError,
         load_weight_file,
         save_weight_file,
+        tied_spec,
         weight_spec,
     )
 
@@ -42,6 +43,7 @@ _LAZY = {
     "WeightFileError": "_weights",
     "load_weight_file": "_weights",
     "save_weight_file": "_weights",
+    "tied_spec": "_weights",
     "weight_spec": "_weights",
 }
 
@@ -66,6 +68,7 @@ __all__ = [
     "save_weight_file",
     "shell_line",
     "spans_from_versions",
+    "tied_spec",
     "vllm_command",
     "vllm_environment",
     "weight_spec",

@@ -149,7 +149,13 @@ async def _serve(app: Any, engine: Any, host: str, port: int, ready: dict[str, A
         sock.close()
         raise CommandError(f"cannot bind {host}:{port}: {exc.strerror or exc}") from exc
     bound = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_keep_alive=30)
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        timeout_keep_alive=30,
+        timeout_graceful_shutdown=2,  # SIGTERM: in-flight completions get 2 s, then exit
+    )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:

@@ -12,7 +12,7 @@ from typing import Any, Literal
 import torch
 
 from arctic_swe.engine import Generation, RefreshError, RequestError, TorchEngine
-from arctic_swe.serve._weights import WeightFileError, load_weight_file, weight_spec
+from arctic_swe.serve._weights import WeightFileError, load_weight_file, tied_spec, weight_spec
 from load_router import GenerateRequest
 
 PauseMode = Literal["abort", "wait", "keep"]
@@ -66,6 +66,7 @@ class EngineServer:
         self.update: _Update | None = None
         self.transfer_initialised = False
         self._spec = weight_spec(model)
+        self._tied = tied_spec(model)
         self._tasks: set[asyncio.Task[Generation]] = set()
         self._update_lock = asyncio.Lock()
 
@@ -144,7 +145,7 @@ class EngineServer:
         if self.update is None:
             raise ProtocolError("call /start_weight_update before /update_weights")
         try:
-            staged = await asyncio.to_thread(load_weight_file, weights_path, self._spec)
+            staged = await asyncio.to_thread(load_weight_file, weights_path, self._spec, self._tied)
         except WeightFileError as exc:
             self.counters.refused_updates += 1
             raise ProtocolError(f"update_weights refused, old weights kept: {exc}") from exc

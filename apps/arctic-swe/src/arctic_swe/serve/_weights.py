@@ -34,25 +34,41 @@ class WeightFileError(ValueError):
     names, a wrong shape or dtype); nothing was loaded from it."""
 
 
-def weight_spec(model: torch.nn.Module) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
+Spec = dict[str, tuple[tuple[int, ...], torch.dtype]]
+
+
+def weight_spec(model: torch.nn.Module) -> Spec:
     """What a weight file for ``model`` must hold: name → (shape, dtype), tied aliases
     (``lm_head.weight`` under tied embeddings) left out, as ``save_pretrained`` writes."""
-    spec: dict[str, tuple[tuple[int, ...], torch.dtype]] = {}
+    return _split_spec(model)[0]
+
+
+def tied_spec(model: torch.nn.Module) -> Spec:
+    """The tied aliases of ``model`` (``lm_head.weight`` under tied embeddings): a weight file
+    may hold them (a plain ``state_dict()`` does); they are checked and then ignored, since the
+    tied parameter loads from its owner (vLLM skips ``lm_head`` under tied embeddings too)."""
+    return _split_spec(model)[1]
+
+
+def _split_spec(model: torch.nn.Module) -> tuple[Spec, Spec]:
+    owners: Spec = {}
+    aliases: Spec = {}
     seen: set[int] = set()
     for name, tensor in model.state_dict(keep_vars=True).items():
-        if id(tensor) in seen:
-            continue
+        target = aliases if id(tensor) in seen else owners
         seen.add(id(tensor))
-        spec[name] = (tuple(tensor.shape), tensor.dtype)
-    return spec
+        target[name] = (tuple(tensor.shape), tensor.dtype)
+    return owners, aliases
 
 
 def load_weight_file(
-    path: str | os.PathLike[str], spec: Mapping[str, tuple[tuple[int, ...], torch.dtype]]
+    path: str | os.PathLike[str], spec: Spec, tied: Spec | None = None
 ) -> dict[str, torch.Tensor]:
     """Read the tensors of ``path`` (a ``.safetensors`` file or a directory of them) after
     checking them against ``spec`` (:func:`weight_spec`): the exact name set, each shape, each
-    dtype. Raises :class:`WeightFileError` naming the first few offenders."""
+    dtype. Names in ``tied`` (:func:`tied_spec`) may be present too: checked, not returned.
+    Raises :class:`WeightFileError` naming the first few offenders."""
+    tied = tied or {}
     files = _files(Path(path))
     header: dict[str, tuple[tuple[int, ...], str]] = {}
     try:
@@ -63,13 +79,14 @@ def load_weight_file(
                     header[name] = (tuple(piece.get_shape()), piece.get_dtype())
     except (OSError, SafetensorError) as exc:
         raise WeightFileError(f"cannot read {path}: {exc}") from exc
-    _check(header, spec)
+    _check(header, spec, tied)
     weights: dict[str, torch.Tensor] = {}
     try:
         for file in files:
             with safe_open(str(file), framework="pt") as handle:
                 for name in handle.keys():  # noqa: SIM118  (safe_open is not a mapping)
-                    weights[name] = handle.get_tensor(name)
+                    if name not in tied:
+                        weights[name] = handle.get_tensor(name)
     except (OSError, SafetensorError) as exc:
         raise WeightFileError(f"cannot read {path}: {exc}") from exc
     return weights
@@ -117,18 +134,15 @@ def _files(source: Path) -> list[Path]:
     raise WeightFileError(f"weights not found: {source}")
 
 
-def _check(
-    header: Mapping[str, tuple[tuple[int, ...], str]],
-    spec: Mapping[str, tuple[tuple[int, ...], torch.dtype]],
-) -> None:
-    unknown = sorted(set(header) - set(spec))
+def _check(header: Mapping[str, tuple[tuple[int, ...], str]], spec: Spec, tied: Spec) -> None:
+    unknown = sorted(set(header) - set(spec) - set(tied))
     if unknown:
         raise WeightFileError(f"names not in the served model: {unknown[:5]}")
     missing = sorted(set(spec) - set(header))
     if missing:
         raise WeightFileError(f"names missing from the file: {missing[:5]}")
     for name, (shape, dtype_name) in header.items():
-        want_shape, want_dtype = spec[name]
+        want_shape, want_dtype = spec[name] if name in spec else tied[name]
         if shape != want_shape:
             raise WeightFileError(f"{name}: shape {shape} != served {want_shape}")
         dtype = _DTYPES.get(dtype_name)
