@@ -9,6 +9,7 @@ backend is shared (reset between attacks) to keep CI time modest.
 
 from __future__ import annotations
 
+import platform
 import socket
 import subprocess
 import textwrap
@@ -291,3 +292,21 @@ def test_runner_isolation_alone_stops_config_attacks(
     assert result.dropped == ()  # nothing dropped: the runner alone decides
     assert result.reward == 0
     assert "FAIL_TO_PASS" in result.reason_codes
+
+
+KEYCTL_USER_KEYRING = (
+    'python3 -c "import ctypes; libc = ctypes.CDLL(None, use_errno=True); '
+    'print(libc.syscall(250, 0, -4, 1), ctypes.get_errno())"'  # keyctl(GET_KEYRING_ID, @u)
+)
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="x86-64 syscall numbers")
+def test_kernel_keyring_is_out_of_reach(shared: Sandbox) -> None:
+    host = subprocess.run(
+        ["sh", "-c", KEYCTL_USER_KEYRING], capture_output=True, text=True, check=True
+    )
+    assert int(host.stdout.split()[0]) > 0  # a plain process reaches its user keyring
+    shared.reset()
+    for user in ("agent", "root"):
+        inside = shared.run(KEYCTL_USER_KEYRING, user=user)  # type: ignore[arg-type]
+        assert inside.output.split() == ["-1", "1"], (user, inside.output)  # EPERM
