@@ -1,0 +1,65 @@
+"""``open_engines``: the configured engines come up (in-process), and HTTP engines that never
+answer stop the run before any rollout with a clear error, in bounded time."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from arctic_swe.config import RunConfig, RunDir, apply_overrides, prepare_run_dir
+from arctic_swe.engine import TorchEngine
+from arctic_swe.model import build_policy, policy_config, save_policy
+from arctic_swe.orchestrator._engines import EngineInputs, EngineSetupError, open_engines
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> EngineInputs:
+    model = build_policy(policy_config(96), 0)
+    policy_dir = save_policy(model, tmp_path_factory.mktemp("p") / "policy")
+    return EngineInputs(model, policy_dir, stop_id=3, version=0, weights=dict)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _config(tmp_path: Path, *assignments: str) -> tuple[RunConfig, RunDir]:
+    config = apply_overrides(RunConfig(), list(assignments))
+    return config, prepare_run_dir(tmp_path / "run", config, resume=False)
+
+
+def test_inprocess_engines_follow_the_config(inputs: EngineInputs, tmp_path: Path) -> None:
+    config, run = _config(tmp_path, "engine.engines=2", "engine.capacity=8")
+
+    async def scenario() -> list[tuple[str, int, tuple[int, ...]]]:
+        async with open_engines(config, run, inputs) as engine_set:
+            assert engine_set.fleet is None
+            engines = engine_set.engines
+            assert all(isinstance(e, TorchEngine) for e in engines)
+            return [(e.engine_id, e.capacity, e.config.stop_token_ids) for e in engines]  # type: ignore[attr-defined]
+
+    assert asyncio.run(scenario()) == [("torch-0", 8, (3,)), ("torch-1", 8, (3,))]
+
+
+def test_http_engines_that_never_answer_fail_setup_in_bounded_time(
+    inputs: EngineInputs, tmp_path: Path
+) -> None:
+    url = f"http://127.0.0.1:{_free_port()}"  # nothing listens there
+    config, run = _config(
+        tmp_path, "engine.kind=http", f'engine.urls=["{url}"]', "engine.startup_timeout_s=1.5"
+    )
+
+    async def scenario() -> None:
+        async with open_engines(config, run, inputs):
+            raise AssertionError("must not be reached")
+
+    began = time.monotonic()
+    with pytest.raises(EngineSetupError, match=rf"engine at {url} is not ready"):
+        asyncio.run(scenario())
+    assert time.monotonic() - began < 30
