@@ -30,7 +30,10 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     overfit.add_argument(
         "--preset",
         default="tiny",
-        help="configuration preset: tiny or paper (default: %(default)s)",
+        help=(
+            "configuration preset: tiny, tiny-http (its engines as 2 HTTP servers) or paper "
+            "(default: %(default)s)"
+        ),
     )
     overfit.add_argument("--config", default=None, help="TOML file on top of the preset")
     overfit.add_argument(
