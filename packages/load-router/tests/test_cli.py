@@ -75,3 +75,25 @@ def test_bad_option_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None
 def test_bad_config_value_exits_2_with_message(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", "--engines", "0"]) == 2
     assert "engines must be > 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--knee", "nan"),
+        ("--knee", "inf"),
+        ("--thrash-exponent", "nan"),
+        ("--tool-median-s", "1e309"),
+    ],
+)
+def test_non_finite_numbers_are_usage_errors(
+    capsys: pytest.CaptureFixture[str], flag: str, value: str
+) -> None:
+    # nan/inf parse as floats; before the finite check they ended in an IndexError or a
+    # "simulation deadlocked" traceback instead of a usage error.
+    with pytest.raises(SystemExit) as caught:
+        main(["simulate", *FAST, flag, value])
+    assert caught.value.code == 2
+    err = capsys.readouterr().err
+    assert "must be a finite number" in err
+    assert "Traceback" not in err

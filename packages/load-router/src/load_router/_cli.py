@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Sequence
 
@@ -69,6 +70,18 @@ EXTRA = (
 )
 
 
+def _finite_float(text: str) -> float:
+    """An argparse type for the simulator's real-valued knobs: ``nan`` and ``inf`` parse as
+    floats but have no meaning in a workload model (they deadlock or index out of range)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
 def _add_options(parser: argparse.ArgumentParser) -> None:
     for field in attrs.fields(SimConfig):
         flag = "--" + field.name.replace("_", "-")
@@ -83,7 +96,7 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         elif field.name == "max_resident_per_engine":
             parser.add_argument(flag, type=int, default=default, help=help_text)
         else:
-            kind = float if isinstance(default, float) else int
+            kind = _finite_float if isinstance(default, float) else int
             parser.add_argument(flag, type=kind, default=default, help=help_text)
 
 
