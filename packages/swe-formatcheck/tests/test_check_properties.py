@@ -176,9 +176,20 @@ MARKUP_SOUP = st.lists(
     max_size=30,
 ).map("".join)
 
+#: Canonical turns of either dialect, with or without reasoning: mixed into the soup so that the
+#: accepted-turn branch below runs (arbitrary text alone is never an accepted turn).
+RENDERED_TURNS = st.builds(
+    lambda dialect, reasoning, command: render_turn(
+        reasoning, ToolCall("execute_bash", {"command": command}), dialect=dialect
+    ),
+    st.sampled_from(["qwen3_coder", "hermes"]),
+    st.one_of(st.none(), st.text(alphabet="abc xyz\n", min_size=1, max_size=20)),
+    st.text(alphabet="abcdefgh ./-", min_size=1, max_size=30),
+)
+
 
 @given(
-    MARKUP_SOUP,
+    st.one_of(MARKUP_SOUP, RENDERED_TURNS),
     st.sampled_from(["qwen3_coder", "hermes"]),
     st.sampled_from(["required", "optional", "forbidden"]),
     st.booleans(),
