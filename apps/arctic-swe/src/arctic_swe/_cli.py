@@ -7,9 +7,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from arctic_swe._version import __version__
-from arctic_swe.cli._execute import execute
+from arctic_swe.cli._execute import USAGE_EXIT, execute
 from arctic_swe.cli._registry import commands
 
 DESCRIPTION = (
@@ -21,9 +22,17 @@ DESCRIPTION = (
 )
 
 
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are one line: ``error: ...`` and where to look
+    (sub-parsers are built with the parent's class, so every sub-command gets this)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE_EXIT, f"error: {message} (see: {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The whole ``arctic-swe`` parser; each sub-parser's defaults carry its command's ``run``."""
-    parser = argparse.ArgumentParser(prog="arctic-swe", description=DESCRIPTION)
+    parser = Parser(prog="arctic-swe", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in commands():

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from arctic_swe._argtypes import non_negative_int, positive_int
 from arctic_swe.cli._defaults import DEFAULT_DECK, TOKENIZER_DIR
-from arctic_swe.cli._execute import user_errors
+from arctic_swe.cli._execute import CommandError, user_errors
 from arctic_swe.cli._output import console
 from arctic_swe.cli._registry import Subparsers
 
@@ -89,7 +89,10 @@ def run(args: argparse.Namespace) -> int:
     out = console()
     with user_errors(DeckError, ChatError):
         config = DeckConfig(args.seed, args.pool_size, args.heldout_size, args.warmstart_size)
-        deck = write_deck(args.out, config)
+        try:
+            deck = write_deck(args.out, config)
+        except OSError as exc:
+            raise CommandError(f"cannot write the deck to {args.out}: {exc.strerror}") from exc
         tokenizer = train_tokenizer(deck_corpus(deck, TINY_HARNESS), args.vocab_size)
         save_tokenizer(tokenizer, Path(args.out) / TOKENIZER_DIR)
     out.print(

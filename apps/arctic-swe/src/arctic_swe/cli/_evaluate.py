@@ -9,7 +9,7 @@ from pathlib import Path
 from arctic_swe._argtypes import non_negative_int, positive_int
 from arctic_swe.cli._defaults import DEFAULT_DECK, SPLITS
 from arctic_swe.cli._execute import CommandError, user_errors
-from arctic_swe.cli._output import console, print_json_line, solved_counter
+from arctic_swe.cli._output import check_writable, console, print_json_line, solved_counter
 from arctic_swe.cli._registry import Subparsers
 
 
@@ -77,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
     from arctic_swe.model import PolicyError
     from arctic_swe.trainer import TrainerError
 
+    if args.out:
+        check_writable(args.out)
     torch.set_num_threads(args.threads)
     note = console(stderr=True)
     results = []

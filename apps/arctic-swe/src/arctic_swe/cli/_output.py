@@ -4,7 +4,10 @@ output is never wrapped, so machine-readable lines stay one line each."""
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -37,3 +40,16 @@ def solved_counter(progress: Progress, bar: TaskID) -> Callable[[Trajectory], No
         progress.update(bar, advance=1, info=f"solved {solved}")
 
     return done
+
+
+def check_writable(path: str | os.PathLike[str]) -> None:
+    """Fail before any work when ``path`` cannot be written (its directory is missing or
+    read-only): a run must not end, minutes later, unable to save its result."""
+    from arctic_swe.cli._execute import CommandError
+
+    directory = Path(path).resolve().parent
+    try:
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".probe-"):
+            pass
+    except OSError as exc:
+        raise CommandError(f"cannot write {path}: {exc.strerror or exc}") from None

@@ -13,7 +13,7 @@ from arctic_swe.cli._output import console
 from arctic_swe.cli._registry import Subparsers
 
 if TYPE_CHECKING:
-    from arctic_swe.config import RunConfig
+    from arctic_swe.config import RunConfig, RunDir
 
 
 def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
@@ -95,9 +95,12 @@ def resolve_config(args: argparse.Namespace) -> RunConfig:
 
 
 def run(args: argparse.Namespace) -> int:
-    import torch
+    run_dir, config = _open_run(args)  # bad config or run dir: fails before torch loads
+    return _train(args, run_dir, config)
 
-    from arctic_swe.chat import ChatError
+
+def _open_run(args: argparse.Namespace) -> tuple[RunDir, RunConfig]:
+    """Resolve the config and create (or reopen) the run directory."""
     from arctic_swe.config import (
         RunConfig,
         RunConfigError,
@@ -105,8 +108,25 @@ def run(args: argparse.Namespace) -> int:
         load_run_config,
         prepare_run_dir,
     )
+
+    with user_errors(RunConfigError, RunDirError):
+        if args.resume:
+            if args.overrides or ablation_overrides(args) or args.config:
+                raise RunConfigError("--resume", "a resumed run keeps its config.toml")
+            run_dir = prepare_run_dir(args.run_dir, RunConfig(), resume=True)
+            return run_dir, load_run_config(run_dir)
+        config = resolve_config(args)
+        return prepare_run_dir(args.run_dir, config, resume=False), config
+
+
+def _train(args: argparse.Namespace, run_dir: RunDir, config: RunConfig) -> int:
+    """Build or reuse the deck and the warm start, then run the RL loop."""
+    import torch
+
+    from arctic_swe.chat import ChatError
+    from arctic_swe.config import RunConfigError
     from arctic_swe.deck import DeckError
-    from arctic_swe.metrics import MetricsError, summary_table
+    from arctic_swe.metrics import MetricsError
     from arctic_swe.model import PolicyError
     from arctic_swe.orchestrator import Inputs, SetupError, run_overfit
     from arctic_swe.orchestrator._inputs import ensure_deck, ensure_policy
@@ -115,29 +135,29 @@ def run(args: argparse.Namespace) -> int:
 
     note = console(stderr=True)
     errors = (
-        ChatError, DeckError, MetricsError, PolicyError, RunConfigError, RunDirError, SetupError,
+        ChatError, DeckError, MetricsError, PolicyError, RunConfigError, SetupError,
         TrainerError, WarmStartError,
     )  # fmt: skip
+    stage = "while building the deck"
     with user_errors(*errors):
-        if args.resume:
-            run_dir = prepare_run_dir(args.run_dir, RunConfig(), resume=True)
-            config = load_run_config(run_dir)
-            if args.overrides or ablation_overrides(args) or args.config:
-                raise RunConfigError("--resume", "a resumed run keeps its config.toml")
-        else:
-            config = resolve_config(args)
-            run_dir = prepare_run_dir(args.run_dir, config, resume=False)
         try:
             torch.set_num_threads(args.warmstart_threads)
             deck_dir = ensure_deck(Path(args.deck), config, note)
+            stage = "in the warm start (it resumes where it stopped)"
             policy_dir = ensure_policy(Path(args.policy), deck_dir, config, note)
+            stage = ""
             torch.set_num_threads(args.threads)
             result = run_overfit(
                 config, run_dir, Inputs(deck_dir, policy_dir), resume=args.resume, console=note
             )
         except KeyboardInterrupt:
-            raise CommandInterruptedError(_where(run_dir.metrics) + _resume_hint(args)) from None
+            where = stage or _last_update(run_dir.metrics)
+            raise CommandInterruptedError(
+                f"{where}; resume with: {_resume_command(args)}"
+            ) from None
     if result.summary is not None:
+        from arctic_swe.metrics import summary_table
+
         console().print(summary_table(result.summary))
     for path in result.plots:
         note.print(f"plot: {path}")
@@ -149,14 +169,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _where(metrics: Path) -> str:
+def _last_update(metrics: Path) -> str:
     from arctic_swe.metrics import MetricsLog
 
     records = MetricsLog(metrics).read() if metrics.is_file() else []
-    return f"at update {records[-1].step}; " if records else "before the first update; "
+    return f"at update {records[-1].step}" if records else "before the first update"
 
 
-def _resume_hint(args: argparse.Namespace) -> str:
+def _resume_command(args: argparse.Namespace) -> str:
     import shlex
 
     argv = ["arctic-swe", "overfit", "--resume", "--run-dir", args.run_dir]
@@ -164,4 +184,4 @@ def _resume_hint(args: argparse.Namespace) -> str:
         argv += ["--deck", args.deck]
     if args.policy != DEFAULT_POLICY:
         argv += ["--policy", args.policy]
-    return "resume with: " + shlex.join(argv)
+    return shlex.join(argv)

@@ -8,7 +8,7 @@ from pathlib import Path
 from arctic_swe._argtypes import non_negative_int, positive_int
 from arctic_swe.cli._defaults import DEFAULT_DECK, DEFAULT_POLICY, SPLITS
 from arctic_swe.cli._execute import user_errors
-from arctic_swe.cli._output import console, print_json_line, solved_counter
+from arctic_swe.cli._output import check_writable, console, print_json_line, solved_counter
 from arctic_swe.cli._registry import Subparsers
 
 
@@ -78,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
     from arctic_swe.harness import HarnessError, summary, summary_table, trajectory_view
     from arctic_swe.model import PolicyError
 
+    if args.trajectories:
+        check_writable(args.trajectories)
     torch.set_num_threads(args.threads)
     with user_errors(ChatError, DeckError, HarnessError, PolicyError):
         deck = load_deck(args.deck)

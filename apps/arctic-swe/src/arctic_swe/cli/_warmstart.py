@@ -14,7 +14,7 @@ from arctic_swe.cli._defaults import (
     WARMSTART_TASKS,
     WARMSTART_WORKERS,
 )
-from arctic_swe.cli._execute import user_errors
+from arctic_swe.cli._execute import CommandInterruptedError, user_errors
 from arctic_swe.cli._output import console
 from arctic_swe.cli._registry import Subparsers
 
@@ -23,7 +23,8 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     warm = subparsers.add_parser(
         "warmstart",
         help="SFT the tiny policy on scripted-expert trajectories (the RFT stage)",
-        description="Run the expert on the warm-start split, fine-tune, write a checkpoint.",
+        description="Run the expert on the warm-start split, fine-tune, write a checkpoint. "
+        "Ctrl-C or SIGTERM stops cleanly; the same command then resumes where it stopped.",
     )
     warm.add_argument(
         "--deck",
@@ -89,7 +90,13 @@ def run(args: argparse.Namespace) -> int:
     from arctic_swe.deck import DeckError, load_deck
     from arctic_swe.model import PolicyError
     from arctic_swe.trainer import TrainerError
-    from arctic_swe.warmstart import InductionConfig, SFTConfig, WarmStartError, warm_start_live
+    from arctic_swe.warmstart import (
+        InductionConfig,
+        SFTConfig,
+        WarmStartError,
+        staging_dir,
+        warm_start_live,
+    )
     from swe_sandbox import NamespaceBackend
 
     torch.set_num_threads(args.threads)
@@ -99,15 +106,23 @@ def run(args: argparse.Namespace) -> int:
         tasks = deck.split("warmstart")[: args.tasks]
         sft = SFTConfig(steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed)
         induction = InductionConfig(steps=args.induction_steps, seed=args.seed)
-        warm_start_live(
-            tasks,
-            tokenizer,
-            args.out,
-            NamespaceBackend(),
-            console(),
-            sft=sft,
-            induction=induction,
-            model_seed=args.seed,
-            concurrency=args.workers,
-        )
+        try:
+            warm_start_live(
+                tasks,
+                tokenizer,
+                args.out,
+                NamespaceBackend(),
+                console(),
+                sft=sft,
+                induction=induction,
+                model_seed=args.seed,
+                concurrency=args.workers,
+            )
+        except KeyboardInterrupt:
+            kept = staging_dir(args.out)
+            if not kept.is_dir():
+                raise
+            raise CommandInterruptedError(
+                f"in the warm start; run the same command again to resume (kept in {kept})"
+            ) from None
     return 0

@@ -22,7 +22,10 @@ def run_labels(runs: Sequence[Path], labels: Sequence[str] = ()) -> list[str]:
     seen: dict[tuple[str, ...], Path] = {}
     for run, key in zip(runs, parts, strict=True):
         if key in seen:
-            raise MetricsError(f"{run} is given twice (as {seen[key]})")
+            raise MetricsError(
+                f"{seen[key]} is given twice"
+                + (f" (as {run})" if str(run) != str(seen[key]) else "")
+            )
         seen[key] = run
     chosen = [_shortest_unique_suffix(index, parts) for index in range(len(runs))]
     chosen[: len(labels)] = labels

@@ -26,10 +26,12 @@ from swe_sandbox import NamespaceBackend
 
 
 def ensure_deck(deck_dir: Path, config: RunConfig, console: Console) -> Path:
-    """Reuse ``deck_dir`` if it holds a deck and its tokenizer, else generate one (pool of at least the config's
-    size) and train its tokenizer."""
+    """Reuse ``deck_dir`` if it holds a deck and its tokenizer, else generate one (pool of at
+    least the config's size) and train its tokenizer."""
     # A deck counts once its tokenizer is saved too: an interrupted build is built again.
-    if (deck_dir / "deck.json").is_file() and (deck_dir / TOKENIZER_DIR / "tokenizer.json").is_file():
+    if (deck_dir / "deck.json").is_file() and (
+        deck_dir / TOKENIZER_DIR / "tokenizer.json"
+    ).is_file():
         return deck_dir
     from arctic_swe.warmstart._corpus import deck_corpus
 
