@@ -1,4 +1,4 @@
-"""One episode of the agent loop (DESIGN.md §4 steps 4-5, Mini-SWE-Agent-Plus shape).
+"""One episode of the agent loop (ARCHITECTURE.md §4 steps 4-5, Mini-SWE-Agent-Plus shape).
 
 Per turn: the sampler generates from the token history; swe-formatcheck validates the raw text
 (exactly the generated tokens, decoded, stop token excluded); the episode gate decides (invalid
@@ -19,7 +19,7 @@ from arctic_swe.harness._ablations import feedback_text, lenient_verdict
 from arctic_swe.harness._config import HarnessConfig
 from arctic_swe.harness._sampler import TurnSampler
 from arctic_swe.harness._trajectory import NOT_GENERATED, Trajectory, TurnRecord
-from swe_formatcheck import TOOLSETS, EpisodeGate, ToolCall, check_turn
+from swe_formatcheck import TOOLSETS, EpisodeGate, ToolCall, TurnVerdict, check_turn
 from swe_sandbox import AsyncSandbox, PathEscapeError, SandboxError, StrReplaceError, TaskSpec
 
 TOOLS = TOOLSETS["mini_swe_agent_plus"]
@@ -100,6 +100,160 @@ async def _grade(sandbox: AsyncSandbox) -> tuple[float, tuple[str, ...], float]:
     return reward, reasons, time.monotonic() - began
 
 
+@dataclass
+class _Timings:
+    """Where an episode's wall time went (seconds)."""
+
+    generate: float = 0.0
+    tool: float = 0.0
+    grade: float = 0.0
+
+
+class _Episode:
+    """One rollout in progress: the token history, the gate, the turns recorded so far.
+
+    Its steps follow the agent loop of Arctic-SWE §3.2: generate a turn from the token history,
+    check the raw text, let the gate decide, run the tool and append the observation, and on
+    submit grade the patch.
+    """
+
+    def __init__(
+        self,
+        task: TaskSpec,
+        sampler: TurnSampler,
+        sandbox: AsyncSandbox,
+        tokenizer: PreTrainedTokenizerFast,
+        config: HarnessConfig,
+        grade: bool,
+    ) -> None:
+        self.task, self.sampler, self.sandbox = task, sampler, sandbox
+        self.tokenizer, self.config, self.grade = tokenizer, config, grade
+        self.began = time.monotonic()
+        self.gate = EpisodeGate(
+            config.max_turns, config.max_tokens, config.invalid_reward, gated=config.gated_reward
+        )
+        self.history = _History()
+        self.history.append_context(encode(tokenizer, prompt_text(task, config)))
+        self.prompt_length = len(self.history.ids)
+        #: Tokens appended since the gate last counted (the gate budgets prompt + observations).
+        self.pending = self.prompt_length
+        self.turns: list[TurnRecord] = []
+        self.termination = ""
+        self.raw_reward: float | None = None
+        self.reasons: tuple[str, ...] = ()
+        self.timings = _Timings()
+
+    async def run(self) -> Trajectory:
+        while not await self._turn():
+            pass
+        return self._trajectory(await self._final_reward())
+
+    async def _turn(self) -> bool:
+        """One turn; ``True`` once the episode has ended."""
+        room = min(self.config.max_new_tokens, self.config.max_tokens - len(self.history.ids))
+        if room < 1:
+            self.termination = "token_budget"
+            return True
+        t0 = time.monotonic()
+        sampled = await self.sampler.sample(self.history.ids, room)
+        t_gen = time.monotonic() - t0
+        self.timings.generate += t_gen
+        start = len(self.history.ids)
+        self.history.append_generated(sampled.token_ids, sampled.logprobs, sampled.versions)
+        raw, strict, verdict = self._check_format(sampled.token_ids, sampled.finish_reason)
+        decision = self.gate.observe(verdict, n_tokens=self.pending + len(sampled.token_ids))
+        self.pending = 0
+        obs_start = len(self.history.ids)
+        call = verdict.call
+        observation, t_tool = (None, 0.0) if decision.terminate else await self._act(call, strict)
+        self.turns.append(
+            TurnRecord(
+                index=len(self.turns),
+                start=start,
+                end=obs_start,
+                raw=raw,
+                codes=tuple(str(code) for code in strict.codes),
+                tool=call.name if call is not None else None,
+                arguments=dict(call.arguments) if call is not None else None,
+                observation=observation,
+                observation_start=obs_start,
+                observation_end=len(self.history.ids),
+                finish_reason=sampled.finish_reason,
+                generate_seconds=t_gen,
+                tool_seconds=t_tool,
+            )
+        )
+        if not decision.terminate:
+            return False
+        self.termination = str(decision.reason)
+        if self.grade and (self.termination == "submitted" or not self.config.gated_reward):
+            await self._grade()
+        return True
+
+    def _check_format(
+        self, token_ids: tuple[int, ...], finish_reason: str
+    ) -> tuple[str, TurnVerdict, TurnVerdict]:
+        """The raw text (exactly the generated tokens, stop token excluded), its strict verdict,
+        and the verdict the gate sees (the strict one, or the lenient ablation's)."""
+        stopped = finish_reason == "stop"
+        body = token_ids[:-1] if stopped else token_ids
+        raw = str(self.tokenizer.decode(list(body), skip_special_tokens=False))
+        strict = check_turn(raw, tools=TOOLS, stopped=stopped)
+        verdict = strict if self.config.strict_format else lenient_verdict(strict, raw, TOOLS)
+        return raw, strict, verdict
+
+    async def _act(self, call: ToolCall | None, strict: TurnVerdict) -> tuple[str, float]:
+        """Run a valid call (or, ungated, show the format error) and append the observation."""
+        t_tool = 0.0
+        if call is None:  # only reached ungated: the model sees the error and goes on
+            observation = feedback_text(strict)
+        else:
+            t1 = time.monotonic()
+            observation = await run_tool(self.sandbox, call, self.config)
+            t_tool = time.monotonic() - t1
+            self.timings.tool += t_tool
+        obs_ids = encode(self.tokenizer, observation_text(observation))
+        self.history.append_context(obs_ids)
+        self.pending = len(obs_ids)
+        return observation, t_tool
+
+    async def _grade(self) -> None:
+        self.raw_reward, self.reasons, self.timings.grade = await _grade(self.sandbox)
+
+    async def _final_reward(self) -> float:
+        """The gated reward: 0 (or the invalid reward) unless the gate saw an explicit submit of
+        valid turns; the ungated ablation scores the repository whatever happened."""
+        config = self.config
+        if self.termination == "token_budget" and not self.gate.done:
+            if not config.gated_reward and self.grade:  # ungated: graded regardless
+                await self._grade()
+                return float(self.raw_reward or 0.0)
+            return float(config.invalid_reward)
+        if self.raw_reward is None and not config.gated_reward:  # ungated but never graded
+            return float(config.invalid_reward)
+        return float(self.gate.reward(self.raw_reward if self.raw_reward is not None else 0.0))
+
+    def _trajectory(self, reward: float) -> Trajectory:
+        history = self.history
+        return Trajectory(
+            task_id=self.task.instance_id,
+            prompt_length=self.prompt_length,
+            token_ids=tuple(history.ids),
+            loss_mask=tuple(history.mask),
+            logprobs=tuple(history.logprobs),
+            versions=tuple(history.versions),
+            turns=tuple(self.turns),
+            termination=self.termination,
+            raw_reward=self.raw_reward,
+            reward=reward,
+            grade_reasons=self.reasons,
+            seconds=time.monotonic() - self.began,
+            generate_seconds=self.timings.generate,
+            tool_seconds=self.timings.tool,
+            grade_seconds=self.timings.grade,
+        )
+
+
 async def run_episode(
     task: TaskSpec,
     sampler: TurnSampler,
@@ -114,100 +268,5 @@ async def run_episode(
     ``grade=False`` skips the sandbox grade on submit (``raw_reward`` stays ``None``; the
     warm start uses it to collect expert turns faster, the tests grade experts for real).
     """
-    config = config or HarnessConfig()
-    began = time.monotonic()
-    gate = EpisodeGate(
-        config.max_turns, config.max_tokens, config.invalid_reward, gated=config.gated_reward
-    )
-    history = _History()
-    history.append_context(encode(tokenizer, prompt_text(task, config)))
-    prompt_length = len(history.ids)
-    pending = prompt_length  # tokens appended since the gate last counted
-    turns: list[TurnRecord] = []
-    termination = ""
-    raw_reward: float | None = None
-    reasons: tuple[str, ...] = ()
-    gen_s = tool_s = grade_s = 0.0
-    while True:
-        room = min(config.max_new_tokens, config.max_tokens - len(history.ids))
-        if room < 1:
-            termination = "token_budget"
-            break
-        t0 = time.monotonic()
-        sampled = await sampler.sample(history.ids, room)
-        t_gen = time.monotonic() - t0
-        gen_s += t_gen
-        start = len(history.ids)
-        history.append_generated(sampled.token_ids, sampled.logprobs, sampled.versions)
-        stopped = sampled.finish_reason == "stop"
-        body = sampled.token_ids[:-1] if stopped else sampled.token_ids
-        raw = str(tokenizer.decode(list(body), skip_special_tokens=False))
-        strict = check_turn(raw, tools=TOOLS, stopped=stopped)
-        verdict = strict if config.strict_format else lenient_verdict(strict, raw, TOOLS)
-        decision = gate.observe(verdict, n_tokens=pending + len(sampled.token_ids))
-        pending = 0
-        observation: str | None = None
-        obs_start = len(history.ids)
-        t_tool = 0.0
-        call = verdict.call
-        if call is not None and not decision.terminate:
-            t1 = time.monotonic()
-            observation = await run_tool(sandbox, call, config)
-            t_tool = time.monotonic() - t1
-            tool_s += t_tool
-            obs_ids = encode(tokenizer, observation_text(observation))
-            history.append_context(obs_ids)
-            pending = len(obs_ids)
-        elif call is None and not decision.terminate:  # ungated: show the error, go on
-            observation = feedback_text(strict)
-            obs_ids = encode(tokenizer, observation_text(observation))
-            history.append_context(obs_ids)
-            pending = len(obs_ids)
-        turns.append(
-            TurnRecord(
-                index=len(turns),
-                start=start,
-                end=obs_start,
-                raw=raw,
-                codes=tuple(str(code) for code in strict.codes),
-                tool=call.name if call is not None else None,
-                arguments=dict(call.arguments) if call is not None else None,
-                observation=observation,
-                observation_start=obs_start,
-                observation_end=len(history.ids),
-                finish_reason=sampled.finish_reason,
-                generate_seconds=t_gen,
-                tool_seconds=t_tool,
-            )
-        )
-        if decision.terminate:
-            termination = str(decision.reason)
-            if grade and (termination == "submitted" or not config.gated_reward):
-                raw_reward, reasons, grade_s = await _grade(sandbox)
-            break
-    if termination == "token_budget" and not gate.done:
-        reward = config.invalid_reward
-        if not config.gated_reward and grade:  # ungated: the repository is graded regardless
-            raw_reward, reasons, grade_s = await _grade(sandbox)
-            reward = raw_reward
-    elif raw_reward is None and not config.gated_reward:  # ungated but never graded
-        reward = config.invalid_reward
-    else:
-        reward = gate.reward(raw_reward if raw_reward is not None else 0.0)
-    return Trajectory(
-        task_id=task.instance_id,
-        prompt_length=prompt_length,
-        token_ids=tuple(history.ids),
-        loss_mask=tuple(history.mask),
-        logprobs=tuple(history.logprobs),
-        versions=tuple(history.versions),
-        turns=tuple(turns),
-        termination=termination,
-        raw_reward=raw_reward,
-        reward=float(reward),
-        grade_reasons=reasons,
-        seconds=time.monotonic() - began,
-        generate_seconds=gen_s,
-        tool_seconds=tool_s,
-        grade_seconds=grade_s,
-    )
+    episode = _Episode(task, sampler, sandbox, tokenizer, config or HarnessConfig(), grade)
+    return await episode.run()
