@@ -70,7 +70,6 @@ class _Counters:
     stale: int = 0
     dropped_rollouts: int = 0
     requeued: int = 0
-    failed_groups: int = 0
     lost_rollouts: int = 0
     released_rollouts: int = 0
     engine_groups: dict[str, int] = field(default_factory=dict)
@@ -160,7 +159,7 @@ class RLLoop:
                     )
                 continue
             if outcome.record is None or len(outcome.trajectories) < 1:
-                self.counters.failed_groups += 1
+                # Its rollouts were already counted as lost (engine down) or dropped (sandbox).
                 if self._training_groups_inflight() < parts.config.deck.groups_per_update:
                     self._launch_batch()
                 continue
