@@ -20,6 +20,12 @@ invalidating weight refresh with N sequences in mid-turn (every retained history
 token), with the same N parked after their turn (released: a continuing one is prefilled at its
 next turn), and the stale-cache ablation (load the weights only).
 
+**HTTP path** (``--http-concurrency``, default 32): the same model saved as a checkpoint and
+served by ``arctic-swe serve`` in a subprocess with the same torch threads; the same N uniform
+requests go through ``HttpEngine`` (one POST /v1/completions each, concurrent) and, alternately,
+straight into an in-process ``TorchEngine``. Reported: tokens/s of each, their ratio and the HTTP
+overhead (target: <= 10 % at 32 sequences).
+
 Prints one JSON object as the last stdout line; progress lines go to stderr.
 """
 
@@ -53,10 +59,17 @@ def _parse() -> argparse.Namespace:
         default=0,
         help="torch intra-op threads for both engine and baseline (0: torch's default)",
     )
+    parser.add_argument(
+        "--http-concurrency",
+        type=int,
+        default=32,
+        help="N of the in-process vs HTTP comparison (0: skip it; it starts a server process)",
+    )
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: a few seconds")
     args = parser.parse_args()
     if args.smoke:
         args.concurrency, args.prompt_len, args.new_tokens, args.repeats = "1,4", 8, 8, 1
+        args.http_concurrency = min(args.http_concurrency, 4)
     return args
 
 
@@ -165,6 +178,73 @@ def _refresh_costs(
     return asyncio.run(main())
 
 
+def _http_compare(
+    model: torch.nn.Module, n: int, prompt_len: int, new_tokens: int, vocab: int, repeats: int
+) -> dict[str, Any]:
+    """Tokens/s of N uniform turns in-process vs through ``arctic-swe serve`` + HttpEngine."""
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from arctic_swe.model import save_policy
+
+    prompts = _prompts(n, prompt_len, vocab)
+    with tempfile.TemporaryDirectory() as tmp:
+        checkpoint = save_policy(model, Path(tmp) / "policy")  # type: ignore[arg-type]
+        command = [sys.executable, "-m", "arctic_swe._cli", "serve", "--model", str(checkpoint)]
+        command += ["--port", "0", "--capacity", str(n), "--threads", str(torch.get_num_threads())]
+        server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        try:
+            url = _ready_url(server)
+            asyncio.run(_http_run(url, n, prompts[:2], 4))  # warm-up: connections, first step
+            local, remote = [], []
+            for _ in range(repeats):
+                local.append(_engine_run(model, prompts, new_tokens))
+                remote.append(asyncio.run(_http_run(url, n, prompts, new_tokens)))
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    tokens = n * new_tokens
+    local_rate = tokens / statistics.median(local)
+    remote_rate = tokens / statistics.median(remote)
+    overhead = 1.0 - remote_rate / local_rate
+    return {
+        "concurrency": n,
+        "tokens": tokens,
+        "in_process_tokens_per_s": round(local_rate, 1),
+        "http_tokens_per_s": round(remote_rate, 1),
+        "ratio_http_over_in_process": round(remote_rate / local_rate, 3),
+        "http_overhead_pct": round(100 * overhead, 1),
+        "target": "http overhead <= 10 %",
+        "meets_target": overhead <= 0.10,
+    }
+
+
+def _ready_url(server: Any) -> str:
+    """The URL from the server's ready line (its first stdout line)."""
+    line = server.stdout.readline()
+    if not line:
+        raise SystemExit(f"arctic-swe serve exited before it was ready (code {server.poll()})")
+    return str(json.loads(line)["url"])
+
+
+async def _http_run(url: str, n: int, prompts: list[list[int]], new_tokens: int) -> float:
+    from arctic_swe.engine import HttpEngine
+    from load_router import GenerateRequest
+
+    engine = HttpEngine("bench", url, capacity=n)
+    requests = [
+        GenerateRequest(rollout_index=i, prompt_ids=tuple(p), max_new_tokens=new_tokens)
+        for i, p in enumerate(prompts)
+    ]
+    started = time.perf_counter()
+    results = await asyncio.gather(*(engine.generate(r) for r in requests))
+    elapsed = time.perf_counter() - started
+    assert all(len(r.token_ids) == new_tokens for r in results)
+    await engine.aclose()
+    return elapsed
+
+
 def main() -> None:
     args = _parse()
     if args.threads > 0:
@@ -206,6 +286,13 @@ def main() -> None:
         model, _prompts(max(sizes), args.prompt_len, args.vocab), args.new_tokens
     )
     print(json.dumps({"refresh": refresh}), file=sys.stderr)
+    http = None
+    if args.http_concurrency > 0:
+        http = _http_compare(
+            model, args.http_concurrency, args.prompt_len, args.new_tokens, args.vocab,
+            max(args.repeats, 1),
+        )  # fmt: skip
+        print(json.dumps({"http": http}), file=sys.stderr)
     at_32 = next(
         (r["ratio"] for r in results if r["concurrency"] == 32 and r["workload"] == "uniform"), None
     )
@@ -224,6 +311,7 @@ def main() -> None:
         "repeats": args.repeats,
         "results": results,
         "refresh": refresh,
+        "http": http,
         "target": "ratio >= 2.0 at concurrency 32 (uniform workload)",
         "meets_target": None if at_32 is None else at_32 >= 2.0,
         "smoke": args.smoke,
