@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from arctic_swe._cli import main
-from arctic_swe.metrics import MetricsLog, UpdateMetrics
 from arctic_swe.cli._defaults import ABLATIONS
 from arctic_swe.cli._overfit import ablation_overrides, resolve_config
+from arctic_swe.metrics import MetricsLog, UpdateMetrics
 
 
 def _parse(*argv: str):  # type: ignore[no-untyped-def]
