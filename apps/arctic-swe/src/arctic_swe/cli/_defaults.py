@@ -1,8 +1,13 @@
 """Constants every ``arctic-swe`` command shares: default paths, the warm start's defaults,
-the component list and the ablation flags (one place, so ``overfit``'s implicit warm start
-and ``arctic-swe warmstart`` cannot drift apart)."""
+the component list, the ablation flags and the options of every command that runs rollouts
+(one place, so ``overfit``'s implicit warm start and ``arctic-swe warmstart`` cannot drift
+apart)."""
 
 from __future__ import annotations
+
+import argparse
+
+from arctic_swe._argtypes import positive_int
 
 #: The workspace members the application composes, in the architecture's order.
 COMPONENTS: tuple[str, ...] = (
@@ -48,3 +53,17 @@ ABLATIONS: dict[str, tuple[str, str]] = {
 
 #: The deck's splits, as ``--split`` accepts them.
 SPLITS: tuple[str, ...] = ("pool", "heldout", "warmstart")
+
+
+def add_rollout_options(parser: argparse.ArgumentParser) -> None:
+    """``--workers`` and ``--threads``, shared by the commands that run rollouts."""
+    parser.add_argument(
+        "--workers",
+        type=positive_int,
+        default=16,
+        help="rollouts at once; each holds a sandbox, and more also means larger decode batches "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--threads", type=positive_int, default=2, help="torch CPU threads (default: %(default)s)"
+    )

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from arctic_swe._argtypes import non_negative_int, positive_int
-from arctic_swe.cli._defaults import DEFAULT_DECK, SPLITS
+from arctic_swe.cli._defaults import DEFAULT_DECK, SPLITS, add_rollout_options
 from arctic_swe.cli._execute import CommandError, user_errors
 from arctic_swe.cli._output import check_writable, console, print_json_line, solved_counter
 from arctic_swe.cli._registry import Subparsers
@@ -43,16 +43,7 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
         default=0,
         help="sampling seed, the same for every policy (default: %(default)s)",
     )
-    ev.add_argument(
-        "--workers",
-        type=positive_int,
-        default=16,
-        help="rollouts at once; each holds a sandbox, and more also means larger decode batches "
-        "(default: %(default)s)",
-    )
-    ev.add_argument(
-        "--threads", type=positive_int, default=2, help="torch CPU threads (default: %(default)s)"
-    )
+    add_rollout_options(ev)
     ev.add_argument(
         "--json",
         action="store_true",

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from arctic_swe._argtypes import non_negative_int, positive_int
-from arctic_swe.cli._defaults import DEFAULT_DECK, DEFAULT_POLICY, SPLITS
+from arctic_swe.cli._defaults import DEFAULT_DECK, DEFAULT_POLICY, SPLITS, add_rollout_options
 from arctic_swe.cli._execute import user_errors
 from arctic_swe.cli._output import check_writable, console, print_json_line, solved_counter
 from arctic_swe.cli._registry import Subparsers
@@ -41,16 +41,7 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     roll.add_argument(
         "--seed", type=non_negative_int, default=0, help="sampling seed (default: %(default)s)"
     )
-    roll.add_argument(
-        "--workers",
-        type=positive_int,
-        default=16,
-        help="rollouts at once; each holds a sandbox, and more also means larger decode batches "
-        "(default: %(default)s)",
-    )
-    roll.add_argument(
-        "--threads", type=positive_int, default=2, help="torch CPU threads (default: %(default)s)"
-    )
+    add_rollout_options(roll)
     roll.add_argument(
         "--json",
         action="store_true",
