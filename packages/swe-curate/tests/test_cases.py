@@ -85,15 +85,15 @@ def test_case_verdict_holds_under_hand_written_patches(
     elif EXPECTED[case] == "over_restrictive":
         assert set(correct.values()) == {0}, correct  # a real fix loses its reward
         assert REQUIREMENT[case] in judged.reason
+    else:  # too_loose
+        assert 1 in wrong.values(), wrong  # a shortcut really earns reward 1
+        assert set(correct.values()) == {1}, correct
     if case == "private_helper":
         # Gold also rewrote format_duration, which the issue never names: wrong patches that
         # only differ there pass the suite but are off-issue, not evidence of a loose suite.
         off = [e for e in judged.evidence if e.get("off_issue")]
         assert any("format_duration" in e["off_issue"] for e in off), off
         assert all(e["reward"] == 1 for e in off)
-    else:
-        assert 1 in wrong.values(), wrong  # a shortcut really earns reward 1
-        assert set(correct.values()) == {1}, correct
     # No counterfactual may carry a literal only the withheld tests hold (7200, 3661, 10800).
     for entry in judged.evidence:
         if entry["kind"] == "wrong":
