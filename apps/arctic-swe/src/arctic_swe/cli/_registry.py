@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "arctic_swe.cli._evaluate",
     "arctic_swe.cli._compare",
     "arctic_swe.serve._command",
+    "arctic_swe.cli._cluster",
 )
 
 
