@@ -26,13 +26,17 @@ DEFAULT_VOCAB_SIZE = 2048
 
 
 def train_tokenizer(
-    corpus: Iterable[str], vocab_size: int = DEFAULT_VOCAB_SIZE
+    corpus: Iterable[str],
+    vocab_size: int = DEFAULT_VOCAB_SIZE,
+    *,
+    chat_template: str = CHAT_TEMPLATE,
 ) -> PreTrainedTokenizerFast:
     """Train byte-level BPE on ``corpus`` and wrap it with the special tokens and template.
 
     Special tokens occupy the first ids (``<|endoftext|>`` = 0, ``<|im_start|>`` = 1,
     ``<|im_end|>`` = 2, …); ``eos`` is ``<|im_end|>`` (the end of an assistant turn), ``pad``
-    is ``<|endoftext|>``. Deterministic for a given corpus order.
+    is ``<|endoftext|>``. Deterministic for a given corpus order. ``chat_template`` is the
+    Jinja template attached (the app's own by default; :data:`TEMPLATES` names the others).
     """
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
         raise ChatError(f"vocab_size must be an int, got {vocab_size!r}")
@@ -49,11 +53,13 @@ def train_tokenizer(
         show_progress=False,
     )
     model.train_from_iterator(corpus, trainer=trainer)
-    return wrap_tokenizer(model)
+    return wrap_tokenizer(model, chat_template=chat_template)
 
 
-def wrap_tokenizer(model: Tokenizer) -> PreTrainedTokenizerFast:
-    """A ``PreTrainedTokenizerFast`` over ``model`` with Qwen's roles and the chat template."""
+def wrap_tokenizer(
+    model: Tokenizer, *, chat_template: str = CHAT_TEMPLATE
+) -> PreTrainedTokenizerFast:
+    """A ``PreTrainedTokenizerFast`` over ``model`` with Qwen's roles and ``chat_template``."""
     factory: Any = PreTrainedTokenizerFast  # transformers' constructor is untyped
     tokenizer: PreTrainedTokenizerFast = factory(
         tokenizer_object=model,
@@ -63,15 +69,16 @@ def wrap_tokenizer(model: Tokenizer) -> PreTrainedTokenizerFast:
         clean_up_tokenization_spaces=False,
         model_max_length=131072,
     )
-    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.chat_template = chat_template
     return tokenizer
 
 
 def save_tokenizer(tokenizer: PreTrainedTokenizerFast, path: str | os.PathLike[str]) -> Path:
-    """``save_pretrained`` into ``path`` (created); returns the path."""
+    """``save_pretrained`` into ``path`` (created); returns the path. The chat template is
+    stored in ``tokenizer_config.json`` (``chat_template``), where every loader finds it."""
     target = Path(path)
     target.mkdir(parents=True, exist_ok=True)
-    tokenizer.save_pretrained(str(target))
+    tokenizer.save_pretrained(str(target), save_jinja_files=False)
     return target
 
 
