@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "arctic_swe.cli._compare",
     "arctic_swe.serve._command",
     "arctic_swe.cli._cluster",
+    "arctic_swe.cli._train_worker",
 )
 
 
