@@ -173,12 +173,12 @@ async def preflight(config: ClusterConfig, run_dir: Path | None) -> Path:
     model = check_model(config.model.path)
     if run_dir is not None and node0:
         check_run_dir(run_dir)
+    check_machine(config)
     if config.trainer.ranks and not remote_trainer_supported():
         raise PreflightError(
             "trainer.ranks > 0 needs the distributed trainer (trainer.kind = remote), which "
             "this build does not have; set trainer.ranks = 0 for the loop's own trainer"
         )
-    check_machine(config)
     if config.engines.urls and node0:
         await check_urls(config.engines.urls, config.engines.health_timeout_s)
     if node0:

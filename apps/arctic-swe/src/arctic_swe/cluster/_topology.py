@@ -324,8 +324,7 @@ def with_overrides(
 def cluster_to_toml(config: ClusterConfig) -> str:
     """The topology as TOML that :func:`load_cluster` reads back to an equal config."""
     sections: dict[str, dict[str, Any]] = {
-        name: attrs.asdict(getattr(config, name), retain_collection_types=False)
-        for name in _RECORDS
+        name: attrs.asdict(getattr(config, name)) for name in _RECORDS
     }
     loop = to_mapping(config.loop)
     for name, values in loop.items():

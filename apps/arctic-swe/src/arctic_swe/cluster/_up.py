@@ -77,16 +77,17 @@ async def run_cluster(
     """Start ``plan``'s processes, run until the loop ends, stop everything."""
     folder = write_topology(config, run_dir)
     view = ClusterView(config.loop.run.updates, run_dir / "metrics.jsonl", console)
-    async with Supervisor(run_dir) as supervisor:
-        with view:
-            try:
-                return await _run(config, plan, supervisor, view, folder)
-            except ChildFailedError as exc:
-                view.event(f"stopping the cluster: {exc}")
-                return UpOutcome(EXIT_CODES[exc.child.spec.role], str(exc))
-            finally:
-                view.processes(0, len(supervisor.children))
-                _write_processes(folder, supervisor.children)
+    supervisor = Supervisor(run_dir)
+    try:
+        async with supervisor:
+            with view:
+                try:
+                    return await _run(config, plan, supervisor, view, folder)
+                except ChildFailedError as exc:
+                    view.event(f"stopping the cluster: {exc}")
+                    return UpOutcome(EXIT_CODES[exc.child.spec.role], str(exc))
+    finally:  # after every process stopped: the table records their exit codes
+        _write_processes(folder, supervisor.children)
 
 
 async def _run(
