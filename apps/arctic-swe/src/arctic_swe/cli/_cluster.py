@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from arctic_swe._argtypes import non_negative_int, positive_int
 from arctic_swe.cli._defaults import DEFAULT_DECK, DEFAULT_POLICY
-from arctic_swe.cli._execute import CommandError, user_errors
+from arctic_swe.cli._execute import CommandError, CommandInterruptedError, user_errors
 from arctic_swe.cli._output import console
 from arctic_swe.cli._registry import Subparsers
 
@@ -154,7 +154,12 @@ def _up(config: ClusterConfig, args: argparse.Namespace, model_dir: Path) -> int
     run_dir = Path(args.run_dir)
     plan = plan_cluster(config, run_dir, str(model_dir))
     note = console(stderr=True)
-    outcome = asyncio.run(run_cluster(config, plan, run_dir, note))
+    try:
+        outcome = asyncio.run(run_cluster(config, plan, run_dir, note))
+    except KeyboardInterrupt:  # SIGINT or SIGTERM: every child was stopped on the way out
+        raise CommandInterruptedError(
+            f"- every process of the cluster stopped; logs in {run_dir / 'logs'}"
+        ) from None
     if outcome.code:
         print(f"error: {outcome.message}", file=sys.stderr, flush=True)
     else:

@@ -124,6 +124,7 @@ def _trainer(config: ClusterConfig, run_dir: Path, model_dir: str) -> ProcessSpe
         "-m", "arctic_swe.distributed",
         "--policy", model_dir, "--config", str(run_dir / "cluster" / TRAINER_CONFIG),
         "--run-dir", str(run_dir), "--host", t.host, "--port", str(t.port),
+        "--threads", str(t.threads),
     )  # fmt: skip
     # CPU ranks see no GPU (gloo, FP32); GPU ranks see exactly their devices (nccl).
     devices = ",".join(str(d) for d in t.devices)

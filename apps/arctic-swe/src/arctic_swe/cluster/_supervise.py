@@ -57,12 +57,16 @@ class Child:
         return self.process.returncode is None
 
     def describe_exit(self) -> str:
-        """``"<name> exited with code N; see LOG"`` plus the log's last line, if any."""
+        """``"<name> exited with code N; see LOG"`` (or ``was killed by SIGKILL``) plus the
+        log's last line, if any."""
         code = self.process.returncode
-        what = f"killed by signal {-code}" if code is not None and code < 0 else f"code {code}"
+        if code is not None and code < 0:
+            what = f"was killed by {signal.Signals(-code).name}"
+        else:
+            what = f"exited with code {code}"
         last = _last_line(self.log)
         tail = f" (last log line: {last})" if last else ""
-        return f"{self.name} exited with {what}; see {self.log}{tail}"
+        return f"{self.name} {what}; see {self.log}{tail}"
 
 
 class Supervisor:
