@@ -18,6 +18,7 @@ from typing import Any, Protocol
 COMMAND_MODULES: tuple[str, ...] = (
     "arctic_swe.cli._components",
     "arctic_swe.cli._deck",
+    "arctic_swe.cli._model",
     "arctic_swe.cli._warmstart",
     "arctic_swe.cli._rollout",
     "arctic_swe.cli._overfit",
