@@ -124,7 +124,22 @@ async def _run(
             view.poll()
     finally:
         watch.cancel()
-    return _ended(watch.result())
+    outcome = _ended(watch.result())
+    if outcome.code == 0 and trainer is not None:
+        await _shut_down(trainer, supervisor.grace)
+    return outcome
+
+
+async def _shut_down(trainer: Child, grace: float) -> None:
+    """Ask the trainer to leave cleanly (``POST /shutdown``: every rank exits, torchrun 0)
+    before the supervisor's signals; a trainer that does not answer is signalled anyway."""
+    import httpx
+
+    with contextlib.suppress(httpx.HTTPError):
+        async with httpx.AsyncClient(timeout=5.0) as client:
+            await client.post(trainer.url.rstrip("/") + "/shutdown")
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(trainer.process.wait(), grace)
 
 
 async def _ready(supervisor: Supervisor, child: Child, timeout: float, view: ClusterView) -> str:
