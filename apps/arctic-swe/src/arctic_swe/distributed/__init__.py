@@ -7,29 +7,36 @@ from arctic_swe.distributed._checkpoint import (
     save_sharded,
     trainer_checkpoints,
 )
+from arctic_swe.distributed._client import InProcessTrainer, RemoteTrainer, TrainerHandle
 from arctic_swe.distributed._errors import (
     DistributedTrainerError,
     TrainerCheckpointError,
     TrainerRequestError,
     TrainerUnavailableError,
 )
+from arctic_swe.distributed._loopstate import load_loop_state, save_loop_state
 from arctic_swe.distributed._sharded import PolicyScorer, ShardedTrainer, ShardStats
 from arctic_swe.distributed._split import shard_loads, split_by_tokens
 from arctic_swe.distributed._wire import WireBatch, decode_batch, encode_batch
 
 __all__ = [
     "DistributedTrainerError",
+    "InProcessTrainer",
     "PolicyScorer",
+    "RemoteTrainer",
     "ShardStats",
     "ShardedTrainer",
     "TrainerCheckpointError",
+    "TrainerHandle",
     "TrainerRequestError",
     "TrainerUnavailableError",
     "WireBatch",
     "decode_batch",
     "encode_batch",
     "latest_sharded",
+    "load_loop_state",
     "load_sharded",
+    "save_loop_state",
     "save_sharded",
     "shard_loads",
     "split_by_tokens",

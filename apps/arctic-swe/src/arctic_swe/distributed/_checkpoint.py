@@ -26,9 +26,10 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-import torch.distributed.checkpoint as dcp
 from safetensors.torch import save_file
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+from torch.distributed.checkpoint.state_dict_loader import load as dcp_load
+from torch.distributed.checkpoint.state_dict_saver import save as dcp_save
 
 from arctic_swe.distributed._errors import TrainerCheckpointError
 from arctic_swe.distributed._sharded import ShardedTrainer
@@ -42,8 +43,11 @@ def trainer_checkpoints(run_dir: Path) -> Path:
     return run_dir / "checkpoints" / "trainer"
 
 
-def save_sharded(root: Path, trainer: ShardedTrainer, *, version: int, policy_dir: Path) -> Path:
-    """Collective: write ``step-{trainer.steps}`` under ``root``; returns its path (all ranks)."""
+def save_sharded(
+    root: Path, trainer: ShardedTrainer, *, version: int, policy_dir: Path, keep: int = 2
+) -> Path:
+    """Collective: write ``step-{trainer.steps}`` under ``root`` and prune all but the newest
+    ``keep``; returns its path (on every rank)."""
     name = f"step-{trainer.steps}"
     staging = root / f".{name}.partial"
     if trainer.rank == 0:
@@ -52,7 +56,7 @@ def save_sharded(root: Path, trainer: ShardedTrainer, *, version: int, policy_di
         staging.mkdir()
     dist.barrier()
     model_state, optim_state = get_state_dict(trainer.scorer, trainer.optimizer)
-    dcp.save({"model": model_state, "optim": optim_state}, checkpoint_id=str(staging / "dcp"))
+    dcp_save({"model": model_state, "optim": optim_state}, checkpoint_id=str(staging / "dcp"))
     weights = trainer.full_weights()  # collective; the full tensors land on rank 0 only
     if trainer.rank == 0:
         assert weights is not None
@@ -64,6 +68,7 @@ def save_sharded(root: Path, trainer: ShardedTrainer, *, version: int, policy_di
             shutil.rmtree(target)
         staging.rename(target)
         _write_latest(root, name)
+        _prune(root, keep, current=name)
     dist.barrier()
     return root / name
 
@@ -88,7 +93,7 @@ def load_sharded(path: Path, trainer: ShardedTrainer) -> int:
         raise TrainerCheckpointError(f"cannot read {path / 'trainer.json'}: {exc}") from exc
     model_state, optim_state = get_state_dict(trainer.scorer, trainer.optimizer)
     state: dict[str, Any] = {"model": model_state, "optim": optim_state}
-    dcp.load(state, checkpoint_id=str(path / "dcp"))
+    dcp_load(state, checkpoint_id=str(path / "dcp"))
     set_state_dict(
         trainer.scorer,
         trainer.optimizer,
@@ -119,6 +124,16 @@ def save_weights_file(weights: dict[str, torch.Tensor], path: Path) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     save_file(weights, str(tmp), metadata={"format": "pt"})
     os.replace(tmp, path)
+
+
+def _prune(root: Path, keep: int, current: str) -> None:
+    steps = sorted(
+        (p for p in root.glob("step-*") if p.name.removeprefix("step-").isdigit()),
+        key=lambda p: int(p.name.removeprefix("step-")),
+    )
+    for old in steps[:-keep]:
+        if old.name != current:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def _write_latest(root: Path, name: str) -> None:

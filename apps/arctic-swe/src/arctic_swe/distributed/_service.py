@@ -28,7 +28,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from arctic_swe.distributed._wire import decode_batch
+from arctic_swe.distributed._wire import batch_digest, decode_batch
 from arctic_swe.distributed._worker import Worker
 from arctic_swe.trainer import BatchError
 
@@ -80,6 +80,7 @@ def create_app(worker: Worker) -> tuple[FastAPI, _State]:
                 "world_size": worker.trainer.world_size,
                 "steps": worker.trainer.steps,
                 "version": worker.version,
+                "pids": list(worker.pids),
             },
             status_code=500 if state.failure else 200,
         )
@@ -106,6 +107,7 @@ def create_app(worker: Worker) -> tuple[FastAPI, _State]:
                 "version": result.version,
                 "weights_path": str(result.weights_path),
                 "stats": stats,
+                "batch_digest": batch_digest(batch.samples, batch.versions),
             }
         )
 

@@ -215,6 +215,7 @@ class ShardedTrainer:
         weights = {
             name.removeprefix(prefix): tensor.detach().contiguous()
             for name, tensor in state.items()
+            if isinstance(tensor, torch.Tensor)
         }
         return {k: v for k, v in weights.items() if k not in self.aliases}
 

@@ -19,7 +19,10 @@ collective starts, so a bad batch is a 400 and never wedges the ranks.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -88,6 +91,18 @@ def decode_batch(body: Any, vocab_size: int) -> WireBatch:
         samples.append(sample)
         versions.append(row)
     return WireBatch(tuple(samples), tuple(versions), version)
+
+
+def batch_digest(samples: Sequence[TrainSample], versions: Sequence[Sequence[int]]) -> str:
+    """SHA-256 of the exact values of a batch (float64 bit patterns, not their text): rank 0
+    answers it, so a client can check the trainer received precisely what it sent."""
+    digest = hashlib.sha256()
+    for sample, row in zip(samples, versions, strict=True):
+        header = [list(sample.token_ids), [int(m) for m in sample.loss_mask], list(row)]
+        digest.update(json.dumps(header).encode())
+        digest.update(struct.pack(f"<{len(sample.rollout_logprobs)}d", *sample.rollout_logprobs))
+        digest.update(struct.pack("<d", sample.advantage))
+    return digest.hexdigest()
 
 
 def _decode_sample(item: Any, vocab_size: int) -> tuple[TrainSample, tuple[int, ...]]:

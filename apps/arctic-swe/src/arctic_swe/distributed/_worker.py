@@ -69,6 +69,7 @@ class Worker:
     trainer: ShardedTrainer
     control: Any  # the gloo ProcessGroup commands travel on
     version: int = 0
+    pids: tuple[int, ...] = ()  # every rank's process id, by rank
     last_checkpoint: Path | None = None
     history: list[float] = field(default_factory=list)  # seconds of each step
 
@@ -152,9 +153,11 @@ def start_worker(options: WorkerOptions) -> Worker:
     torch.manual_seed(options.config.run.seed)
     section = options.config.trainer
     policy = load_fp32_policy(str(options.policy), fp32_state=section.fp32_numerics)
-    policy.to(device)
+    torch.nn.Module.to(policy, device)  # HF's .to() is untyped
     trainer = ShardedTrainer(policy, section)
-    worker = Worker(options, trainer, control)
+    pids: list[Any] = [None] * trainer.world_size
+    dist.all_gather_object(pids, os.getpid(), group=control)
+    worker = Worker(options, trainer, control, pids=tuple(int(p) for p in pids))
     if options.resume:
         latest = latest_sharded(trainer_checkpoints(options.run_dir))
         if latest is not None:
