@@ -34,9 +34,9 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny Qwen3.5 policy of ``arctic-swe model init`` (real chat template, tokenizer)."""
-    target = tmp_path_factory.mktemp("model") / "tiny-qwen35"
-    subprocess.run([ARCTIC_SWE, "model", "init", str(target)], check=True, timeout=600)
-    return target
+    from arctic_swe.model import init_checkpoint
+
+    return init_checkpoint(tmp_path_factory.mktemp("model") / "tiny-qwen35")
 
 
 class Launcher:

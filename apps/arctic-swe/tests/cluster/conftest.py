@@ -1,25 +1,19 @@
 """A real tiny checkpoint directory (Qwen3.5 config, safetensors, tokenizer with the chat
-template) and topology files written next to it."""
+template, from ``arctic-swe model init``) and topology files written next to it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from transformers import PreTrainedTokenizerFast
 
-from arctic_swe.chat import save_tokenizer
-from arctic_swe.model import build_policy, policy_config, save_policy
+from arctic_swe.model import init_checkpoint
 
 
 @pytest.fixture(scope="session")
-def checkpoint(
-    tmp_path_factory: pytest.TempPathFactory, deck_tokenizer: PreTrainedTokenizerFast
-) -> Path:
-    root = tmp_path_factory.mktemp("ckpt") / "tiny"
-    save_policy(build_policy(policy_config(len(deck_tokenizer)), 0), root)
-    save_tokenizer(deck_tokenizer, root)
-    return root
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What ``arctic-swe model init`` writes (the tiny preset, the Qwen3.5 chat template)."""
+    return init_checkpoint(tmp_path_factory.mktemp("ckpt") / "tiny")
 
 
 def write_topology(folder: Path, model: Path | str, **sections: str) -> Path:

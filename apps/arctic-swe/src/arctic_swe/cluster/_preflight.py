@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import shutil
 import socket
@@ -157,8 +156,7 @@ def check_sandbox(backend: str) -> None:
 
     try:
         if backend == "docker":
-            with contextlib.suppress(AttributeError):
-                DockerBackend().client.ping()
+            DockerBackend().client.ping()  # the client property connects and pings
         else:
             NamespaceBackend().check()
     except BackendUnavailableError as exc:

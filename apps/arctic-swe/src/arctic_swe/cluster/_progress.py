@@ -9,6 +9,7 @@ so CI logs stay readable.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ class ClusterView:
         self.up, self.total = 0, 0
         self._progress: Progress | None = None
         self._task: Any = None
+        self.started = time.monotonic()
 
     def __enter__(self) -> ClusterView:
         if self.live:
@@ -52,7 +54,9 @@ class ClusterView:
             self._progress.stop()
 
     def event(self, line: str) -> None:
-        """One process event (started, ready, died, stopping)."""
+        """One process event (started, ready, died, stopping), stamped with the seconds
+        since the launcher started."""
+        line = f"[{time.monotonic() - self.started:7.1f}s] {line}"
         if self._progress is not None:
             self._progress.console.print(line)
         else:
@@ -83,7 +87,7 @@ class ClusterView:
 
     def _line(self, record: dict[str, Any]) -> str:
         return (
-            f"update {record.get('step', '?')}/{self.updates} "
+            f"[{time.monotonic() - self.started:7.1f}s] update {record.get('step', '?')}/{self.updates} "
             f"reward {record.get('reward', 0.0):.3f} "
             f"solved {record.get('solved_rate', 0.0):.2f} "
             f"engines {len(record.get('engine_groups', {}))} "

@@ -232,7 +232,11 @@ def _validate(config: ClusterConfig) -> None:
     _require(len(set(e.urls)) == len(e.urls), "engines.urls", "lists a URL twice")
     _require(e.threads >= 1, "engines.threads", "must be >= 1")
     _require(e.capacity >= 1, "engines.capacity", "must be >= 1")
-    _require(0 <= e.port <= 65535, "engines.port", "must be in [0, 65535]")
+    _require(
+        e.port >= 0 and e.port + max(e.count - 1, 0) <= 65535,
+        "engines.port",
+        "engine ports (port + i) must be in [0, 65535]",
+    )
     _require(0 < e.gpu_memory_utilization <= 1, "engines.gpu_memory_utilization", "in (0, 1]")
     _require(e.max_model_len >= 0, "engines.max_model_len", "must be >= 0")
     _require(e.health_timeout_s > 0, "engines.health_timeout_s", "must be > 0")

@@ -106,8 +106,10 @@ async def _run(
     timeout = config.loop.engine.startup_timeout_s
     urls = await asyncio.gather(*(_ready(supervisor, c, timeout, view) for c in started))
     view.processes(len(started), total)
-    if plan.loop is None:  # a trainer-only node (node_rank > 0): run until it ends
+    if plan.loop is None:  # a trainer-only node (node_rank > 0): run until its ranks end
         ended = await supervisor.first_exit(started)
+        if ended.process.returncode == 0:
+            return UpOutcome(0, f"trainer ranks finished; logs in {ended.log.parent}")
         return _ended(ended)
     engine_urls = [*urls[: len(servers)]] or list(config.engines.urls)
     trainer_url = urls[-1] if trainer is not None else ""
