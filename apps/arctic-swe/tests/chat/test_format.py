@@ -239,3 +239,22 @@ def test_history_equals_the_whole_conversation_rendered(
     whole = fmt.render(messages, add_generation_prompt=True)
     assert fmt.tokenizer.decode(history, skip_special_tokens=False) == whole
     assert history == encode(fmt.tokenizer, whole)
+
+
+def test_named_templates_and_a_missing_end_token() -> None:
+    """A dict of named templates (transformers picks ``tool_use`` when tools are given) works;
+    a vocabulary without ``<|im_end|>`` is a typed error."""
+    tokenizer = train_tokenizer(checkpoint_corpus(0), 1024)
+    tokenizer.chat_template = {"default": PLAIN_TEMPLATE, "tool_use": TEMPLATES["qwen3.5"]}
+    assert chat_format(tokenizer, TOOLS).think_prefilled
+
+    class NoEndToken:  # a tokenizer whose vocabulary lacks the end-of-turn token
+        chat_template = TEMPLATES["arctic"]
+        name_or_path = "no-end"
+
+        def get_vocab(self) -> dict[str, int]:
+            return {"<|im_start|>": 1}
+
+    fake: Any = NoEndToken()
+    with pytest.raises(TemplateError, match=r"no-end has no <\|im_end\|> token"):
+        chat_format(fake, TOOLS)

@@ -55,7 +55,9 @@ class ChatFormat:
     """A tokenizer's chat template as the harness uses it.
 
     Attributes:
-        tokenizer: the checkpoint's tokenizer (its ``chat_template`` renders everything).
+        tokenizer: the checkpoint's tokenizer.
+        template: the Jinja source every render uses (the tokenizer's ``chat_template``, or of
+            a dict of named templates the one ``transformers`` picks for a call with tools).
         tools: the tools declared to the model (passed to the template as ``tools``).
         dialect: the tool-call format the model is asked to write (swe-formatcheck dialect).
         think_prefilled: the generation prompt ends with ``<think>\\n``, so a turn starts inside
@@ -66,6 +68,7 @@ class ChatFormat:
     """
 
     tokenizer: PreTrainedTokenizerFast = field(repr=False, compare=False)
+    template: str = field(repr=False)
     tools: tuple[ToolSpec, ...]
     dialect: Dialect
     think_prefilled: bool
@@ -75,7 +78,11 @@ class ChatFormat:
     def render(self, messages: Sequence[Mapping[str, Any]], *, add_generation_prompt: bool) -> str:
         """``apply_chat_template`` as text, with :attr:`tools` declared."""
         return render_template(
-            self.tokenizer, messages, self.tools, add_generation_prompt=add_generation_prompt
+            self.tokenizer,
+            messages,
+            self.tools,
+            add_generation_prompt=add_generation_prompt,
+            template=self.template,
         )
 
     def encode(self, text: str) -> list[int]:
@@ -114,9 +121,10 @@ def render_template(
     tools: Sequence[ToolSpec] = (),
     *,
     add_generation_prompt: bool,
+    template: str | None = None,
 ) -> str:
-    """``tokenizer.apply_chat_template`` as text; any template failure is a
-    :class:`TemplateError` naming the tokenizer."""
+    """``tokenizer.apply_chat_template`` as text (with ``template`` when given); any template
+    failure is a :class:`TemplateError` naming the tokenizer."""
     if not getattr(tokenizer, "chat_template", None):
         raise TemplateError(f"tokenizer {_name(tokenizer)} has no chat template")
     apply: Any = tokenizer.apply_chat_template  # typed for str-only messages; ours are richer
@@ -126,12 +134,26 @@ def render_template(
             tools=tool_schemas(tools) or None,
             add_generation_prompt=add_generation_prompt,
             tokenize=False,
+            chat_template=template,
         )
     except (JinjaTemplateError, TypeError, ValueError, KeyError, AttributeError) as exc:
         raise TemplateError(f"the chat template of {_name(tokenizer)} failed: {exc}") from exc
     if not isinstance(text, str):
         raise TemplateError(f"the chat template of {_name(tokenizer)} did not render text")
     return text
+
+
+def resolve_template(tokenizer: PreTrainedTokenizerFast, tools: Sequence[ToolSpec]) -> str:
+    """The one template string used for every render of a conversation with ``tools``: the
+    tokenizer's ``chat_template``, or from a dict of named templates the one ``transformers``
+    picks when tools are given (``tool_use``, else ``default``)."""
+    if not getattr(tokenizer, "chat_template", None):
+        raise TemplateError(f"tokenizer {_name(tokenizer)} has no chat template")
+    try:
+        template = tokenizer.get_chat_template(tools=tool_schemas(tools) or None)
+    except ValueError as exc:
+        raise TemplateError(f"tokenizer {_name(tokenizer)}: {exc}") from exc
+    return str(template)
 
 
 _CACHE: WeakKeyDictionary[PreTrainedTokenizerFast, dict[tuple[object, ...], ChatFormat]] = (
@@ -145,7 +167,8 @@ def chat_format(
     """The :class:`ChatFormat` of ``tokenizer`` (cached per tokenizer, template, tools and
     dialect). ``dialect="auto"`` detects it from the template; :class:`TemplateError` when the
     template is missing, fails, or has a shape the harness cannot append to."""
-    key = (tokenizer.chat_template, tuple(tools), dialect)
+    template = tokenizer.chat_template  # a str, or a dict of named templates (unhashable)
+    key = (repr(template), tuple(tools), dialect)
     per_tokenizer = _CACHE.setdefault(tokenizer, {})
     if key not in per_tokenizer:
         per_tokenizer[key] = _build(tokenizer, tuple(tools), dialect)
@@ -159,20 +182,31 @@ def _build(
         raise TemplateError(f"tool dialect must be one of {list(DIALECT_CHOICES)}, got {dialect!r}")
     if IM_END not in tokenizer.get_vocab():
         raise TemplateError(f"tokenizer {_name(tokenizer)} has no {IM_END} token")
-    chosen = detect_dialect(tokenizer, tools) if dialect == "auto" else cast(Dialect, dialect)
-    prefill = _generation_prompt(tokenizer)
+    template = resolve_template(tokenizer, tools)
+    if dialect == "auto":
+        chosen = detect_dialect(tokenizer, tools, template=template)
+    else:
+        chosen = cast(Dialect, dialect)
+    prefill = _generation_prompt(tokenizer, template)
     think_prefilled = prefill.endswith(_OPEN_THINK + "\n")
     closed = prefill.rstrip().endswith(_CLOSE_THINK)
     reasoning: Reasoning = "forbidden" if closed else "required"
-    fmt = ChatFormat(tokenizer, tools, chosen, think_prefilled, reasoning)
+    fmt = ChatFormat(tokenizer, template, tools, chosen, think_prefilled, reasoning)
     _check_position_independent(fmt)
     return fmt
 
 
-def detect_dialect(tokenizer: PreTrainedTokenizerFast, tools: Sequence[ToolSpec] = ()) -> Dialect:
-    """The tool-call format ``tokenizer``'s template uses: from how it renders a structured call,
-    else from the call format its system block instructs; :class:`TemplateError` if neither."""
-    rendered = _render_structured_call(tokenizer)
+def detect_dialect(
+    tokenizer: PreTrainedTokenizerFast,
+    tools: Sequence[ToolSpec] = (),
+    *,
+    template: str | None = None,
+) -> Dialect:
+    """The tool-call format ``tokenizer``'s template (or ``template``) uses: from how it renders
+    a structured call, else from the call format its system block instructs;
+    :class:`TemplateError` if neither."""
+    template = template if template is not None else resolve_template(tokenizer, tools)
+    rendered = _render_structured_call(tokenizer, template)
     if rendered is not None:
         found = _dialect_in(rendered, f"<function={_PROBE_FN}>", f'"name": "{_PROBE_FN}"')
         if found is not None:
@@ -180,7 +214,7 @@ def detect_dialect(tokenizer: PreTrainedTokenizerFast, tools: Sequence[ToolSpec]
     probe_tools = tuple(tools) or (ToolSpec(_PROBE_FN, required=(_PROBE_ARG,)),)
     system = render_template(
         tokenizer, [{"role": "system", "content": _PROBE_SYSTEM}], probe_tools,
-        add_generation_prompt=False,
+        add_generation_prompt=False, template=template,
     )  # fmt: skip
     found = _dialect_in(system, "<function=", '<tool_call>\n{"name"')
     if found is None:
@@ -202,7 +236,7 @@ def _dialect_in(text: str, xml_marker: str, json_marker: str) -> Dialect | None:
     return None
 
 
-def _render_structured_call(tokenizer: PreTrainedTokenizerFast) -> str | None:
+def _render_structured_call(tokenizer: PreTrainedTokenizerFast, template: str) -> str | None:
     call: dict[str, Any] = {
         "type": "function",
         "function": {"name": _PROBE_FN, "arguments": {_PROBE_ARG: _PROBE_VALUE}},
@@ -212,15 +246,17 @@ def _render_structured_call(tokenizer: PreTrainedTokenizerFast) -> str | None:
         {"role": "assistant", "content": "", "tool_calls": [call]},
     ]
     try:
-        return render_template(tokenizer, messages, add_generation_prompt=False)
+        return render_template(tokenizer, messages, add_generation_prompt=False, template=template)
     except TemplateError:
         return None  # a template that only takes string content: read its instructions instead
 
 
-def _generation_prompt(tokenizer: PreTrainedTokenizerFast) -> str:
+def _generation_prompt(tokenizer: PreTrainedTokenizerFast, template: str) -> str:
     messages = [{"role": "user", "content": _PROBE_USER}]
-    without = render_template(tokenizer, messages, add_generation_prompt=False)
-    with_prompt = render_template(tokenizer, messages, add_generation_prompt=True)
+    without = render_template(tokenizer, messages, add_generation_prompt=False, template=template)
+    with_prompt = render_template(
+        tokenizer, messages, add_generation_prompt=True, template=template
+    )
     if not with_prompt.startswith(without) or with_prompt == without:
         raise TemplateError(
             f"the chat template of {_name(tokenizer)} does not append a generation prompt"
@@ -258,7 +294,7 @@ def _check_position_independent(fmt: ChatFormat) -> None:
     text = fmt.render(two, add_generation_prompt=True)
     first = _after_probe(text, fmt.end_token, 0)
     second = _after_probe(text, fmt.end_token, 1)
-    generation = _generation_prompt(fmt.tokenizer)
+    generation = _generation_prompt(fmt.tokenizer, fmt.template)
     if not single.endswith(generation) or second != single:
         raise TemplateError(
             f"the observation frame of the chat template of {_name(fmt.tokenizer)} depends on "
