@@ -26,6 +26,7 @@ from arctic_swe.distributed import (
     load_loop_state,
 )
 from arctic_swe.harness import HarnessConfig
+from arctic_swe.harness._episode import episode_format
 from arctic_swe.metrics import MetricsLog
 from arctic_swe.model import CheckpointError
 from arctic_swe.orchestrator._engines import (
@@ -113,6 +114,8 @@ async def open_components(
     try:
         deck_tasks = list(load_deck(inputs.deck_dir).split("pool"))
         tokenizer = load_tokenizer(inputs.policy_dir)
+        # an unsupported chat template is a one-line error now, not a failed first episode
+        episode_format(tokenizer, harness_config(config))
     except (DeckError, ChatError, OSError) as exc:
         raise SetupError(str(exc)) from exc
     if len(deck_tasks) < config.deck.pool_size:
