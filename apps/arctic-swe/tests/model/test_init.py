@@ -3,6 +3,8 @@ loader takes; incomplete, foreign or full (vision-language) layouts are handled 
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -149,3 +151,17 @@ def test_a_full_qwen35_checkpoint_loads_its_language_model(
     loaded = load_policy(full, patch_numerics=False).state_dict()
     for name, tensor in weights.items():
         assert torch.equal(loaded[name], tensor), name
+
+
+def test_the_layout_check_imports_no_torch(checkpoint: Path, tmp_path: Path) -> None:
+    """A launcher checks checkpoints before loading anything heavy."""
+    code = (
+        "import sys; from arctic_swe._hf_layout import checkpoint_problem as p; "
+        f"print(p({str(checkpoint)!r}), '|', p({str(tmp_path)!r}), '|', "
+        "'torch' in sys.modules or 'transformers' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    ok, missing, heavy = (part.strip() for part in out.stdout.split("|"))
+    assert ok == "None"
+    assert missing.startswith(f"{tmp_path} is not a usable Qwen3.5 checkpoint: no config.json")
+    assert heavy == "False"
