@@ -36,7 +36,7 @@ def test_a_missing_checkpoint(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     err = _up(config, tmp_path / "run", capsys)
     assert "model.path" in err
     assert "absent" in err
-    assert "not a directory" in err
+    assert "checkpoint directory not found" in err
 
 
 def test_a_directory_that_is_not_a_checkpoint(
@@ -147,3 +147,18 @@ def test_check_passes_a_good_topology(
         pytest.skip("the namespace sandbox needs root and unshare")
     assert main(["cluster", "check", str(write_topology(tmp_path, checkpoint))]) == 0
     assert capsys.readouterr().out.startswith("ok: ")
+
+
+def test_a_checkpoint_without_its_chat_template(
+    checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    broken = tmp_path / "no-template"
+    shutil.copytree(checkpoint, broken)
+    settings = json.loads((broken / "tokenizer_config.json").read_text())
+    settings.pop("chat_template", None)
+    (broken / "tokenizer_config.json").write_text(json.dumps(settings))
+    (broken / "chat_template.jinja").unlink(missing_ok=True)
+    err = _up(write_topology(tmp_path, broken), tmp_path / "run", capsys)
+    assert "no chat template" in err

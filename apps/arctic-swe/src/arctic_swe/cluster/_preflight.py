@@ -1,7 +1,8 @@
 """Checks that run before any process starts; each failure is one :class:`PreflightError` line.
 
-* the checkpoint directory exists and holds ``config.json``, safetensors weights and
-  ``tokenizer.json`` (and is set at all: the b200 preset leaves it empty on purpose);
+* the checkpoint directory is a Qwen3.5 checkpoint: ``config.json``, safetensors weights,
+  ``tokenizer.json`` and a chat template (and is set at all: the b200 preset leaves it empty
+  on purpose);
 * the run directory does not already hold a run;
 * every engine given by URL answers ``GET /health`` within ``engines.health_timeout_s``;
 * trainer ranks fit the machine: CPU ranks (no ``trainer.devices``) at most the CPUs this
@@ -21,6 +22,7 @@ import socket
 import subprocess
 from pathlib import Path
 
+from arctic_swe._hf_layout import checkpoint_problem
 from arctic_swe.cluster._topology import ClusterConfig
 
 
@@ -29,21 +31,17 @@ class PreflightError(RuntimeError):
 
 
 def check_model(path: str) -> Path:
-    """The checkpoint directory, or :class:`PreflightError` saying what is missing."""
+    """The checkpoint directory, or :class:`PreflightError` naming every missing piece
+    (config.json of a Qwen3.5 model, safetensors, tokenizer.json, the chat template)."""
     if not path:
         raise PreflightError(
             "model.path is not set: point it at a local Hugging Face checkpoint directory "
             "(config.json, *.safetensors, tokenizer.json) or pass --model DIR"
         )
-    model = Path(path)
-    if not model.is_dir():
-        raise PreflightError(f"model.path {model} is not a directory (no checkpoint there)")
-    missing = [name for name in ("config.json", "tokenizer.json") if not (model / name).is_file()]
-    if not any(model.glob("*.safetensors")):
-        missing.append("*.safetensors")
-    if missing:
-        raise PreflightError(f"model.path {model} is not a checkpoint: no {', '.join(missing)}")
-    return model
+    problem = checkpoint_problem(path)
+    if problem is not None:
+        raise PreflightError(f"model.path: {problem}")
+    return Path(path)
 
 
 def check_run_dir(run_dir: Path) -> None:
