@@ -27,6 +27,7 @@ from arctic_swe.chat._template import (
 )
 from arctic_swe.chat._tokenizer import (
     DEFAULT_VOCAB_SIZE,
+    REQUIRED_TOKENS,
     encode,
     load_tokenizer,
     save_tokenizer,
@@ -44,6 +45,7 @@ __all__ = [
     "IM_END",
     "IM_START",
     "QWEN35_CHAT_TEMPLATE",
+    "REQUIRED_TOKENS",
     "SPECIAL_TOKENS",
     "TEMPLATES",
     "ChatError",

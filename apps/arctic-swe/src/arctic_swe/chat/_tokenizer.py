@@ -23,6 +23,10 @@ from arctic_swe.chat._errors import ChatError, TokenizerLoadError
 from arctic_swe.chat._template import CHAT_TEMPLATE, ENDOFTEXT, IM_END, SPECIAL_TOKENS
 
 DEFAULT_VOCAB_SIZE = 2048
+#: The special tokens a loaded tokenizer must have: the turn markers and the reasoning, call and
+#: tool-result tags the harness and swe-formatcheck rely on (the vision / FIM / repository
+#: tokens of :data:`SPECIAL_TOKENS` are trained in but not required of other checkpoints).
+REQUIRED_TOKENS: tuple[str, ...] = SPECIAL_TOKENS[:9]
 
 
 def train_tokenizer(
@@ -84,7 +88,7 @@ def save_tokenizer(tokenizer: PreTrainedTokenizerFast, path: str | os.PathLike[s
 
 def load_tokenizer(path: str | os.PathLike[str]) -> PreTrainedTokenizerFast:
     """Load a tokenizer directory written by :func:`save_tokenizer` (or any HF fast tokenizer
-    directory carrying Qwen's special tokens); :class:`TokenizerLoadError` otherwise."""
+    directory carrying Qwen's :data:`REQUIRED_TOKENS`); :class:`TokenizerLoadError` otherwise."""
     directory = Path(path)
     if not (directory / "tokenizer.json").is_file():
         raise TokenizerLoadError(f"no tokenizer.json in {directory}")
@@ -94,7 +98,7 @@ def load_tokenizer(path: str | os.PathLike[str]) -> PreTrainedTokenizerFast:
     except (OSError, ValueError) as exc:
         raise TokenizerLoadError(f"cannot load the tokenizer in {directory}: {exc}") from exc
     vocab = tokenizer.get_vocab()
-    missing = [token for token in SPECIAL_TOKENS if token not in vocab]
+    missing = [token for token in REQUIRED_TOKENS if token not in vocab]
     if missing:
         raise TokenizerLoadError(f"{directory} lacks special tokens {missing}")
     return tokenizer
