@@ -149,7 +149,7 @@ def start_worker(options: WorkerOptions) -> Worker:
     else:
         device = torch.device("cpu")
     dist.init_process_group(backend="nccl" if cuda else "gloo", timeout=timeout)
-    control = dist.new_group(backend="gloo", timeout=_CONTROL_TIMEOUT)
+    control: Any = dist.new_group(backend="gloo", timeout=_CONTROL_TIMEOUT)
     torch.manual_seed(options.config.run.seed)
     section = options.config.trainer
     policy = load_fp32_policy(str(options.policy), fp32_state=section.fp32_numerics)
