@@ -149,3 +149,17 @@ def test_a_signal_to_the_launcher_stops_every_process(
     assert launcher.finish(120) == expected
     assert launcher.leftovers() == []
     assert MARKER not in os.environ  # the scan looked for the run's own marker only
+
+
+@pytest.mark.slow
+def test_killing_an_engine_stops_the_whole_cluster(
+    launch: type[Launcher], tiny_model: Path
+) -> None:
+    launcher = launch(str(CPU_CLUSTER), "--model", str(tiny_model), "--updates", "50")
+    launcher.wait_for("started loop")
+    table = json.loads((launcher.run_dir / "cluster" / "processes.json").read_text())
+    engine = next(row for row in table if row["name"] == "engine-1")
+    os.kill(engine["pid"], signal.SIGKILL)
+    assert launcher.finish() == 3  # an engine's exit code
+    assert launcher.lines[-1].startswith("error: engine-1 was killed by SIGKILL; see ")
+    assert launcher.leftovers() == []

@@ -151,9 +151,12 @@ class Supervisor:
         await self.stop(loops, max(self.grace, 30.0))
         await self.stop([c for c in self.children if c.spec.role != "loop"])
         swept = sweep(self.token)
-        for child in self.children:
-            if child.pump is not None:
-                await asyncio.gather(child.pump, return_exceptions=True)
+        pumps = [c.pump for c in self.children if c.pump is not None]
+        if pumps:  # a pipe held open by a process without the marker must not hang the exit
+            _, pending = await asyncio.wait(pumps, timeout=5.0)
+            for pump in pending:
+                pump.cancel()
+            await asyncio.gather(*pumps, return_exceptions=True)
         return swept
 
     async def _stop_one(self, child: Child, grace: float) -> None:
