@@ -143,3 +143,42 @@ def test_the_loop_trains_through_a_two_rank_trainer_while_generating(tmp_path: P
     model = load_policy(policy_dir(run.root))
     assert sum(p.numel() for p in model.parameters()) > 0
     assert (run.root / "weights" / "policy-v3.safetensors").is_file()
+
+
+def test_a_remote_run_resumes_with_a_resumed_trainer_and_a_fresh_engine(tmp_path: Path) -> None:
+    """Two updates, everything stopped; then a trainer started with ``--resume`` on the run
+    directory, a fresh engine (at the warm-start weights, caught up from the checkpoint's
+    consolidated export) and ``resume=True`` finish update 3."""
+    inputs = _inputs(tmp_path / "world")
+    trainer_config = tmp_path / "trainer.toml"
+    trainer_config.write_text("[trainer]\nmicro_batch_rollouts = 2\n")
+    run_root = tmp_path / "run"
+
+    def go(updates: int, *, resume: bool) -> tuple[UpdateMetrics, ...]:
+        trainer = TrainerProcess(1, inputs.policy_dir, run_root, trainer_config, resume=resume)
+        engine = start_server(inputs.policy_dir, "--capacity", "8")
+        try:
+            trainer.wait_ready()
+            config = apply_overrides(
+                apply_overrides(RunConfig(), BASE),
+                [
+                    f"run.updates={updates}",
+                    "engine.kind=http",
+                    f'engine.urls=["{engine.url}"]',
+                    "trainer.kind=remote",
+                    f'trainer.url="{trainer.url}"',
+                ],
+            )
+            run = prepare_run_dir(run_root, config, resume=resume)
+            return run_overfit(config, run, inputs, resume=resume).records
+        finally:
+            engine.stop()
+            trainer.kill()
+
+    first = go(2, resume=False)
+    assert [r.step for r in first] == [1, 2]
+    resumed = go(3, resume=True)
+    assert [r.step for r in resumed] == [1, 2, 3]
+    assert resumed[:2] == first  # the metrics of the first two updates are kept as written
+    assert resumed[2].version == 3
+    assert resumed[2].trainer_world_size == 1
