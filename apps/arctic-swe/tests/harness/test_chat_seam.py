@@ -4,23 +4,36 @@ template's prompt and observation deltas, checks turns in the template's dialect
 and its token history is the template's rendering of the whole conversation."""
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
 from transformers import PreTrainedTokenizerFast
 
-from arctic_swe.chat import TEMPLATES, chat_format, encode, train_tokenizer
+from arctic_swe.chat import (
+    IM_END,
+    TEMPLATES,
+    chat_format,
+    encode,
+    load_tokenizer,
+    special_id,
+    train_tokenizer,
+)
 from arctic_swe.deck import Deck, DeckTask
+from arctic_swe.engine import EngineConfig, TorchEngine
 from arctic_swe.harness import (
     TINY_HARNESS,
     TOOLS,
+    EngineSampler,
     HarnessConfig,
     HarnessError,
     ScriptedSampler,
     Trajectory,
     prompt_text,
     run_episode,
+    run_rollouts,
 )
+from arctic_swe.model import init_checkpoint, load_policy
 from arctic_swe.warmstart import deck_corpus, expert_turns
 from swe_formatcheck import check_turn, render_turn
 from swe_sandbox import NamespaceBackend, SandboxPool
@@ -114,3 +127,43 @@ def test_turns_are_checked_in_the_templates_prefill_and_dialect(
     assert (solved.termination, solved.reward) == ("submitted", 1.0)
     with pytest.raises(HarnessError, match="tool_dialect"):
         HarnessConfig(tool_dialect="json")
+
+
+def test_a_model_init_checkpoint_is_the_policy_of_real_rollouts(
+    small_deck: Deck, backend: NamespaceBackend, tmp_path: Path
+) -> None:
+    """Policy, tokenizer and template all from one ``model init`` directory: the torch engine
+    generates, the harness appends the engine's ids and the template's deltas (ungated, so the
+    random policy's invalid turns get an error observation and the episode goes on)."""
+    directory = init_checkpoint(tmp_path / "tiny-qwen35", seed=2)
+    tokenizer = load_tokenizer(directory)
+    model = load_policy(directory)
+    fmt = chat_format(tokenizer, TOOLS)
+    harness = HarnessConfig(max_turns=2, max_tokens=4096, max_new_tokens=12, gated_reward=False)
+    tasks = [task.spec for task in small_deck.split("pool")[:2]]
+    stop = special_id(tokenizer, IM_END)
+
+    async def go() -> list[Trajectory]:
+        engine = TorchEngine(model, EngineConfig(capacity=2, seed=5, stop_token_ids=(stop,)))
+        try:
+            async with SandboxPool(backend, max_concurrency=2) as pool:
+                return await run_rollouts(
+                    tasks, lambda i, _t: EngineSampler(engine, tokenizer, i), pool, tokenizer,
+                    harness, grade=False,
+                )  # fmt: skip
+        finally:
+            await engine.close()
+
+    for task, trajectory in zip(tasks, asyncio.run(go()), strict=True):
+        ids = list(trajectory.token_ids)
+        assert ids[: trajectory.prompt_length] == fmt.prompt_ids(
+            harness.system_prompt, task.problem_statement.rstrip("\n")
+        )
+        assert trajectory.turns[0].observation is not None  # an observation was appended
+        for turn in trajectory.turns:
+            assert turn.end > turn.start
+            assert all(trajectory.loss_mask[turn.start : turn.end])
+            assert all(lp < 0 for lp in trajectory.logprobs[turn.start : turn.end])
+            if turn.observation is not None:
+                frame = ids[turn.observation_start : turn.observation_end]
+                assert frame == fmt.observation_ids(turn.observation)
