@@ -162,3 +162,38 @@ def test_a_checkpoint_without_its_chat_template(
     (broken / "chat_template.jinja").unlink(missing_ok=True)
     err = _up(write_topology(tmp_path, broken), tmp_path / "run", capsys)
     assert "no chat template" in err
+
+
+@pytest.fixture
+def health_server() -> Iterator[str]:
+    """An HTTP server on 127.0.0.1 answering ``GET /health`` with 200."""
+    import http.server
+    import threading
+
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200 if self.path == "/health" else 404)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Health)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_check_passes_engines_that_answer(
+    health_server: str, checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("the namespace sandbox needs root and unshare")
+    engines = f'count = 0\nurls = ["{health_server}"]'
+    config = write_topology(tmp_path, checkpoint, engines=engines)
+    assert main(["cluster", "check", str(config)]) == 0
+    assert "ok: " in capsys.readouterr().out
