@@ -124,3 +124,21 @@ def test_console_scripts_resolve_to_this_environment() -> None:
     resolved = resolve_argv(("arctic-swe", "serve"))
     assert resolved[-1] == "serve"
     assert Path(resolved[0]).parent == Path(sys.executable).parent
+
+
+def test_the_launcher_never_imports_torch(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from arctic_swe._cli import main\n"
+        f"main(['cluster', 'up', {str(CONFIGS / 'b200.toml')!r}, '--run-dir', "
+        f"{str(tmp_path / 'r')!r}, '--dry-run'])\n"
+        "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]"
