@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from arctic_swe.trainer import TrainerError
 
-class DistributedTrainerError(Exception):
-    """Base class of the distributed trainer's errors."""
+
+class DistributedTrainerError(TrainerError):
+    """Base class of the distributed trainer's errors (a :class:`TrainerError`, so commands
+    that turn trainer errors into one ``error:`` line treat these the same)."""
 
 
 class TrainerCheckpointError(DistributedTrainerError):
