@@ -197,3 +197,24 @@ def test_check_passes_engines_that_answer(
     config = write_topology(tmp_path, checkpoint, engines=engines)
     assert main(["cluster", "check", str(config)]) == 0
     assert "ok: " in capsys.readouterr().out
+
+
+def test_docker_sandboxes_without_a_docker_engine(
+    checkpoint: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path / 'no-docker.sock'}")
+    config = write_topology(tmp_path, checkpoint, sandbox='backend = "docker"\ncapacity = 2')
+    err = _up(config, tmp_path / "run", capsys)
+    assert err.startswith("error: sandbox.backend = docker: ")
+
+
+@pytest.mark.docker
+def test_check_passes_docker_sandboxes_with_an_engine(
+    checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write_topology(tmp_path, checkpoint, sandbox='backend = "docker"\ncapacity = 2')
+    assert main(["cluster", "check", str(config)]) == 0
+    assert "ok: " in capsys.readouterr().out
