@@ -111,12 +111,26 @@ def test_hermes_is_detected_and_an_explicit_dialect_wins() -> None:
 
 
 def test_thinking_off_forbids_reasoning() -> None:
-    template = TEMPLATES["qwen3.5"].replace(
-        "enable_thinking is defined and enable_thinking is false", "true"
-    )
-    fmt = chat_format(_tokenizer(template), TOOLS)
+    tokenizer = _tokenizer(TEMPLATES["qwen3.5"])
+    fmt = chat_format(tokenizer, TOOLS, enable_thinking=False)
     assert (fmt.think_prefilled, fmt.reasoning) == (False, "forbidden")
     assert fmt.observation_text("o").endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
+    assert chat_format(tokenizer, TOOLS, enable_thinking=True).think_prefilled
+    # A turn without reasoning after the closed block: appended history == the whole render.
+    call = ToolCall("execute_bash", {"command": "ls"})
+    raw = render_turn(None, call)
+    assert check_turn(raw, tools=TOOLS, reasoning="forbidden").call == call
+    end_id = special_id(tokenizer, IM_END)
+    history = [*fmt.prompt_ids("S", "I"), *encode(tokenizer, raw), end_id]
+    history += fmt.observation_ids("a.py")
+    structured = {"name": "execute_bash", "arguments": {"command": "ls"}}
+    messages = [
+        {"role": "system", "content": "S"},
+        {"role": "user", "content": "I"},
+        {"role": "assistant", "content": "", "tool_calls": [{"function": structured}]},
+        {"role": "tool", "content": "a.py"},
+    ]
+    assert history == encode(tokenizer, fmt.render(messages, add_generation_prompt=True))
 
 
 @pytest.mark.parametrize(

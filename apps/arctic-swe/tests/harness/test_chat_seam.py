@@ -127,6 +127,17 @@ def test_turns_are_checked_in_the_templates_prefill_and_dialect(
     assert (solved.termination, solved.reward) == ("submitted", 1.0)
     with pytest.raises(HarnessError, match="tool_dialect"):
         HarnessConfig(tool_dialect="json")
+    # Thinking off: the prompt closes an empty reasoning block; turns carry no reasoning.
+    silent = HarnessConfig(
+        max_turns=8, max_tokens=3072, max_new_tokens=200, observation_chars=1200,
+        enable_thinking=False,
+    )  # fmt: skip
+    plain = [render_turn(None, check_turn(raw, tools=TOOLS).call) for raw in expert_turns(task)]  # type: ignore[arg-type]
+    quiet = _run(task, plain, qwen_tokenizer, backend, silent)
+    assert (quiet.termination, quiet.reward) == ("submitted", 1.0)
+    assert prompt_text(task.spec, silent, qwen_tokenizer).endswith("<think>\n\n</think>\n\n")
+    with pytest.raises(HarnessError, match="enable_thinking"):
+        HarnessConfig(enable_thinking="yes")  # type: ignore[arg-type]
 
 
 def test_a_model_init_checkpoint_is_the_policy_of_real_rollouts(

@@ -65,6 +65,7 @@ class ChatFormat:
         reasoning: swe-formatcheck's reasoning mode for a turn (``"forbidden"`` when the
             generation prompt already closed an empty reasoning block).
         end_token: the text that ends an assistant turn (the stop token).
+        options: extra template variables every render passes (``enable_thinking``).
     """
 
     tokenizer: PreTrainedTokenizerFast = field(repr=False, compare=False)
@@ -74,6 +75,7 @@ class ChatFormat:
     think_prefilled: bool
     reasoning: Reasoning
     end_token: str = IM_END
+    options: tuple[tuple[str, Any], ...] = ()
 
     def render(self, messages: Sequence[Mapping[str, Any]], *, add_generation_prompt: bool) -> str:
         """``apply_chat_template`` as text, with :attr:`tools` declared."""
@@ -83,6 +85,7 @@ class ChatFormat:
             self.tools,
             add_generation_prompt=add_generation_prompt,
             template=self.template,
+            options=dict(self.options),
         )
 
     def encode(self, text: str) -> list[int]:
@@ -122,9 +125,11 @@ def render_template(
     *,
     add_generation_prompt: bool,
     template: str | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> str:
-    """``tokenizer.apply_chat_template`` as text (with ``template`` when given); any template
-    failure is a :class:`TemplateError` naming the tokenizer."""
+    """``tokenizer.apply_chat_template`` as text (with ``template`` when given, and ``options``
+    as extra template variables); any template failure is a :class:`TemplateError` naming the
+    tokenizer."""
     if not getattr(tokenizer, "chat_template", None):
         raise TemplateError(f"tokenizer {_name(tokenizer)} has no chat template")
     apply: Any = tokenizer.apply_chat_template  # typed for str-only messages; ours are richer
@@ -135,6 +140,7 @@ def render_template(
             add_generation_prompt=add_generation_prompt,
             tokenize=False,
             chat_template=template,
+            **dict(options or {}),
         )
     except (JinjaTemplateError, TypeError, ValueError, KeyError, AttributeError) as exc:
         raise TemplateError(f"the chat template of {_name(tokenizer)} failed: {exc}") from exc
@@ -162,21 +168,31 @@ _CACHE: WeakKeyDictionary[PreTrainedTokenizerFast, dict[tuple[object, ...], Chat
 
 
 def chat_format(
-    tokenizer: PreTrainedTokenizerFast, tools: Sequence[ToolSpec], dialect: str = "auto"
+    tokenizer: PreTrainedTokenizerFast,
+    tools: Sequence[ToolSpec],
+    dialect: str = "auto",
+    *,
+    enable_thinking: bool | None = None,
 ) -> ChatFormat:
-    """The :class:`ChatFormat` of ``tokenizer`` (cached per tokenizer, template, tools and
-    dialect). ``dialect="auto"`` detects it from the template; :class:`TemplateError` when the
-    template is missing, fails, or has a shape the harness cannot append to."""
+    """The :class:`ChatFormat` of ``tokenizer`` (cached per tokenizer, template, tools, dialect
+    and thinking mode). ``dialect="auto"`` detects it from the template; ``enable_thinking``
+    (``None``: the template's default) is passed to templates that switch reasoning on and off,
+    as Qwen3.5's does. :class:`TemplateError` when the template is missing, fails, or has a
+    shape the harness cannot append to."""
     template = tokenizer.chat_template  # a str, or a dict of named templates (unhashable)
-    key = (repr(template), tuple(tools), dialect)
+    options = () if enable_thinking is None else (("enable_thinking", enable_thinking),)
+    key = (repr(template), tuple(tools), dialect, options)
     per_tokenizer = _CACHE.setdefault(tokenizer, {})
     if key not in per_tokenizer:
-        per_tokenizer[key] = _build(tokenizer, tuple(tools), dialect)
+        per_tokenizer[key] = _build(tokenizer, tuple(tools), dialect, options)
     return per_tokenizer[key]
 
 
 def _build(
-    tokenizer: PreTrainedTokenizerFast, tools: tuple[ToolSpec, ...], dialect: str
+    tokenizer: PreTrainedTokenizerFast,
+    tools: tuple[ToolSpec, ...],
+    dialect: str,
+    options: tuple[tuple[str, Any], ...],
 ) -> ChatFormat:
     if dialect not in DIALECT_CHOICES:
         raise TemplateError(f"tool dialect must be one of {list(DIALECT_CHOICES)}, got {dialect!r}")
@@ -184,14 +200,16 @@ def _build(
         raise TemplateError(f"tokenizer {_name(tokenizer)} has no {IM_END} token")
     template = resolve_template(tokenizer, tools)
     if dialect == "auto":
-        chosen = detect_dialect(tokenizer, tools, template=template)
+        chosen = detect_dialect(tokenizer, tools, template=template, options=dict(options))
     else:
         chosen = cast(Dialect, dialect)
-    prefill = _generation_prompt(tokenizer, template)
+    prefill = _generation_prompt(tokenizer, template, dict(options))
     think_prefilled = prefill.endswith(_OPEN_THINK + "\n")
     closed = prefill.rstrip().endswith(_CLOSE_THINK)
     reasoning: Reasoning = "forbidden" if closed else "required"
-    fmt = ChatFormat(tokenizer, template, tools, chosen, think_prefilled, reasoning)
+    fmt = ChatFormat(
+        tokenizer, template, tools, chosen, think_prefilled, reasoning, IM_END, options
+    )
     _check_position_independent(fmt)
     return fmt
 
@@ -201,12 +219,13 @@ def detect_dialect(
     tools: Sequence[ToolSpec] = (),
     *,
     template: str | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> Dialect:
     """The tool-call format ``tokenizer``'s template (or ``template``) uses: from how it renders
     a structured call, else from the call format its system block instructs;
     :class:`TemplateError` if neither."""
     template = template if template is not None else resolve_template(tokenizer, tools)
-    rendered = _render_structured_call(tokenizer, template)
+    rendered = _render_structured_call(tokenizer, template, options)
     if rendered is not None:
         found = _dialect_in(rendered, f"<function={_PROBE_FN}>", f'"name": "{_PROBE_FN}"')
         if found is not None:
@@ -214,7 +233,7 @@ def detect_dialect(
     probe_tools = tuple(tools) or (ToolSpec(_PROBE_FN, required=(_PROBE_ARG,)),)
     system = render_template(
         tokenizer, [{"role": "system", "content": _PROBE_SYSTEM}], probe_tools,
-        add_generation_prompt=False, template=template,
+        add_generation_prompt=False, template=template, options=options,
     )  # fmt: skip
     found = _dialect_in(system, "<function=", '<tool_call>\n{"name"')
     if found is None:
@@ -236,7 +255,9 @@ def _dialect_in(text: str, xml_marker: str, json_marker: str) -> Dialect | None:
     return None
 
 
-def _render_structured_call(tokenizer: PreTrainedTokenizerFast, template: str) -> str | None:
+def _render_structured_call(
+    tokenizer: PreTrainedTokenizerFast, template: str, options: Mapping[str, Any] | None
+) -> str | None:
     call: dict[str, Any] = {
         "type": "function",
         "function": {"name": _PROBE_FN, "arguments": {_PROBE_ARG: _PROBE_VALUE}},
@@ -246,16 +267,22 @@ def _render_structured_call(tokenizer: PreTrainedTokenizerFast, template: str) -
         {"role": "assistant", "content": "", "tool_calls": [call]},
     ]
     try:
-        return render_template(tokenizer, messages, add_generation_prompt=False, template=template)
+        return render_template(
+            tokenizer, messages, add_generation_prompt=False, template=template, options=options
+        )
     except TemplateError:
         return None  # a template that only takes string content: read its instructions instead
 
 
-def _generation_prompt(tokenizer: PreTrainedTokenizerFast, template: str) -> str:
+def _generation_prompt(
+    tokenizer: PreTrainedTokenizerFast, template: str, options: Mapping[str, Any] | None = None
+) -> str:
     messages = [{"role": "user", "content": _PROBE_USER}]
-    without = render_template(tokenizer, messages, add_generation_prompt=False, template=template)
+    without = render_template(
+        tokenizer, messages, add_generation_prompt=False, template=template, options=options
+    )
     with_prompt = render_template(
-        tokenizer, messages, add_generation_prompt=True, template=template
+        tokenizer, messages, add_generation_prompt=True, template=template, options=options
     )
     if not with_prompt.startswith(without) or with_prompt == without:
         raise TemplateError(
@@ -294,7 +321,7 @@ def _check_position_independent(fmt: ChatFormat) -> None:
     text = fmt.render(two, add_generation_prompt=True)
     first = _after_probe(text, fmt.end_token, 0)
     second = _after_probe(text, fmt.end_token, 1)
-    generation = _generation_prompt(fmt.tokenizer, fmt.template)
+    generation = _generation_prompt(fmt.tokenizer, fmt.template, dict(fmt.options))
     if not single.endswith(generation) or second != single:
         raise TemplateError(
             f"the observation frame of the chat template of {_name(fmt.tokenizer)} depends on "

@@ -32,6 +32,9 @@ class HarnessConfig:
       ablation: a malformed turn a lenient regex parser can repair is executed.
     * ``tool_dialect`` — the tool-call format turns are checked in: ``"auto"`` (detected from
       the checkpoint's chat template), ``"qwen3_coder"`` (XML) or ``"hermes"`` (JSON).
+    * ``enable_thinking`` — passed to chat templates with a reasoning switch (Qwen3.5's): True
+      opens ``<think>`` in the generation prompt, False closes an empty one (turns then carry
+      no reasoning); ``None`` keeps the template's default.
     """
 
     max_turns: int = 100
@@ -44,6 +47,7 @@ class HarnessConfig:
     gated_reward: bool = True
     strict_format: bool = True
     tool_dialect: str = "auto"
+    enable_thinking: bool | None = None
 
     def __post_init__(self) -> None:
         for name in ("max_turns", "max_tokens", "max_new_tokens", "observation_chars"):
@@ -58,6 +62,10 @@ class HarnessConfig:
         if self.tool_dialect not in _DIALECTS:
             raise HarnessError(
                 f"tool_dialect must be one of {list(_DIALECTS)}, got {self.tool_dialect!r}"
+            )
+        if self.enable_thinking is not None and not isinstance(self.enable_thinking, bool):
+            raise HarnessError(
+                f"enable_thinking must be a bool or None, got {self.enable_thinking!r}"
             )
         if self.exec_timeout_s <= 0:
             raise HarnessError(f"exec_timeout_s must be positive, got {self.exec_timeout_s}")

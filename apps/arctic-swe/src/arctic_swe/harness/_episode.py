@@ -46,9 +46,12 @@ def prompt_text(
 
 
 def episode_format(tokenizer: PreTrainedTokenizerFast, config: HarnessConfig) -> ChatFormat:
-    """The chat format an episode renders with: the tokenizer's template, the harness tools and
-    ``config.tool_dialect`` (``"auto"``: detected from the template)."""
-    return chat_format(tokenizer, TOOLS, config.tool_dialect)
+    """The chat format an episode renders with: the tokenizer's template, the harness tools,
+    ``config.tool_dialect`` (``"auto"``: detected from the template) and
+    ``config.enable_thinking``."""
+    return chat_format(
+        tokenizer, TOOLS, config.tool_dialect, enable_thinking=config.enable_thinking
+    )
 
 
 def clip(text: str, limit: int) -> str:
