@@ -9,6 +9,7 @@ stay instant.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -117,13 +118,17 @@ def run(args: argparse.Namespace) -> int:
         worker = start_worker(options)
     except (PolicyError, TrainerCheckpointError) as exc:
         raise CommandError(str(exc)) from exc
-    try:
-        if worker.rank == 0:
-            return asyncio.run(serve(worker, args.host, args.port))
+    if worker.rank != 0:
         worker.follow()
-        return 0
-    finally:
         stop_worker()
+        return 0
+    code = asyncio.run(serve(worker, args.host, args.port))
+    if code != 0:
+        # Some rank is gone: tearing the process group down could wait on it forever.
+        sys.stdout.flush()
+        os._exit(code)
+    stop_worker()
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

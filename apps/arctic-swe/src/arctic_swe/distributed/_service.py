@@ -32,6 +32,9 @@ from arctic_swe.distributed._wire import batch_digest, decode_batch
 from arctic_swe.distributed._worker import Worker
 from arctic_swe.trainer import BatchError
 
+#: How long rank 0 waits for the other ranks to take the final ``exit`` command.
+_RELEASE_TIMEOUT_S = 10.0
+
 
 class _RanksFailedError(Exception):
     """A collective failed; the process is going down."""
@@ -63,7 +66,7 @@ def create_app(worker: Worker) -> tuple[FastAPI, _State]:
             raise _RanksFailedError(state.failure)
         try:
             return await asyncio.get_running_loop().run_in_executor(state.executor, function, *args)
-        except Exception as exc:
+        except Exception as exc:  # any failure here means the other ranks are gone
             state.failure = f"{type(exc).__name__}: {exc}"
             state.stopping.set()
             raise _RanksFailedError(state.failure) from exc
@@ -169,8 +172,16 @@ async def serve(worker: Worker, host: str, port: int) -> int:
         )
         state.executor.shutdown(wait=False, cancel_futures=True)
         return 1
-    # the ranks' thread is idle (the server stopped taking requests): release the other ranks
-    await asyncio.get_running_loop().run_in_executor(state.executor, worker.run_exit)
+    # The server takes no more requests: release the other ranks. After a signal they may be
+    # gone already (torchrun signals every rank), so the broadcast gets a bounded wait.
+    release = asyncio.get_running_loop().run_in_executor(state.executor, worker.run_exit)
+    try:
+        await asyncio.wait_for(release, timeout=_RELEASE_TIMEOUT_S)
+    except Exception as exc:  # any failure here means the other ranks are gone
+        note = {"event": "failed", "role": "trainer", "error": f"releasing the ranks: {exc!r}"}
+        print(json.dumps(note), flush=True)
+        state.executor.shutdown(wait=False, cancel_futures=True)
+        return 1
     state.executor.shutdown(wait=True)
     return 0
 
