@@ -136,7 +136,7 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="tiny model on CPU, seconds")
     parser.add_argument("--models", default="tiny,0.5b", help="comma-separated: tiny, 0.5b")
     parser.add_argument("--rollouts", type=int, default=8, help="sequences per step")
-    parser.add_argument("--length", type=int, default=4096, help="tokens per sequence")
+    parser.add_argument("--length", type=int, default=2048, help="tokens per sequence")
     parser.add_argument("--steps", type=int, default=3, help="timed steps after one warm-up")
     args = parser.parse_args()
     cuda = torch.cuda.is_available() and not args.smoke
