@@ -163,3 +163,17 @@ def test_killing_an_engine_stops_the_whole_cluster(
     assert launcher.finish() == 3  # an engine's exit code
     assert launcher.lines[-1].startswith("error: engine-1 was killed by SIGKILL; see ")
     assert launcher.leftovers() == []
+
+
+@pytest.mark.slow
+def test_a_stopped_cluster_resumes_where_it_stopped(
+    launch: type[Launcher], tiny_model: Path
+) -> None:
+    first = launch(str(CPU_CLUSTER), "--model", str(tiny_model), "--updates", "2")
+    assert first.finish() == 0, first.lines[-20:]
+    again = launch(str(CPU_CLUSTER), "--model", str(tiny_model), "--updates", "3", "--resume")
+    assert again.finish() == 0, again.lines[-20:]
+    records = [json.loads(line) for line in (again.run_dir / "metrics.jsonl").open()]
+    assert [r["step"] for r in records] == [1, 2, 3]
+    assert records[-1]["trainer_world_size"] == 2
+    assert again.leftovers() == []

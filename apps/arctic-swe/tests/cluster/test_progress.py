@@ -43,6 +43,27 @@ def test_plain_view_prints_one_line_per_complete_update(tmp_path: Path) -> None:
     assert lines[2].startswith("[")  # stamped with seconds since start
 
 
+def test_a_resumed_run_shows_only_its_new_updates(tmp_path: Path) -> None:
+    metrics = tmp_path / "metrics.jsonl"
+    metrics.write_text("".join(_record(step, 0.0) + "\n" for step in (1, 2, 3)))
+    out = io.StringIO()
+    view = ClusterView(4, metrics, Console(file=out, force_terminal=False, width=200))
+    view.skip_existing()
+    with view:
+        view.poll()
+        assert len(view.records) == 3
+        metrics.write_text(_record(1, 0.0) + "\n" + _record(2, 0.0) + "\n")  # cut back
+        view.poll()
+        assert len(view.records) == 2
+        with metrics.open("a") as handle:
+            handle.write(_record(3, 0.75) + "\n" + _record(4, 1.0) + "\n")
+        view.poll()
+    lines = out.getvalue().splitlines()
+    assert [r["step"] for r in view.records] == [1, 2, 3, 4]
+    assert len(lines) == 1  # updates 1-3 were shown by the first run
+    assert "update 4/4 reward 1.000" in lines[0]
+
+
 def test_loop_config_points_the_loop_at_the_running_servers() -> None:
     config = load_cluster(CONFIGS / "cpu-cluster.toml")
     loop = loop_config(config, ["http://127.0.0.1:1", "http://127.0.0.1:2"], "http://127.0.0.1:3")

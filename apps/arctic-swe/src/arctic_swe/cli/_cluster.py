@@ -44,6 +44,12 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     up.add_argument(
         "--dry-run", action="store_true", help="print the exact command lines; start nothing"
     )
+    up.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in --run-dir: the trainer from its last sharded checkpoint, the "
+        "loop from its last checkpoint (servers start afresh and catch up)",
+    )
     check = commands.add_parser(
         "check",
         help="only the checks of `up` (checkpoint, URLs, ranks vs devices, ports, sandboxes)",
@@ -62,6 +68,7 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     loop.add_argument(
         "--policy", default=DEFAULT_POLICY, help="checkpoint dir (default: %(default)s)"
     )
+    loop.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
     loop.add_argument(
         "--sandbox",
         choices=("namespace", "docker"),
@@ -96,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
             Path(args.policy),
             args.sandbox,
             console(stderr=True),
+            resume=args.resume,
         )
     if args.cluster_command not in ("up", "check"):
         raise CommandError("cluster needs a subcommand: up, check or loop (see --help)")
@@ -123,7 +131,7 @@ def _dry_run(config: ClusterConfig, args: argparse.Namespace) -> int:
     from arctic_swe.cluster import plan_cluster
 
     model = config.model.path or "MODEL_DIR"
-    plan = plan_cluster(config, Path(args.run_dir), model)
+    plan = plan_cluster(config, Path(args.run_dir), model, resume=args.resume)
     out = console()
     if not config.model.path:
         out.print("# model.path is not set: `up` refuses to start until it is (or --model DIR)")
@@ -139,8 +147,9 @@ def _preflight(config: ClusterConfig, args: argparse.Namespace) -> Path:
     from arctic_swe.cluster import PreflightError, preflight
 
     run_dir = Path(args.run_dir) if getattr(args, "run_dir", None) else None
+    resume = bool(getattr(args, "resume", False))
     with user_errors(PreflightError):
-        return asyncio.run(preflight(config, run_dir))
+        return asyncio.run(preflight(config, run_dir, resume=resume))
 
 
 def _up(config: ClusterConfig, args: argparse.Namespace, model_dir: Path) -> int:
@@ -152,16 +161,31 @@ def _up(config: ClusterConfig, args: argparse.Namespace, model_dir: Path) -> int
 
     config = attrs.evolve(config, model=attrs.evolve(config.model, path=str(model_dir)))
     run_dir = Path(args.run_dir)
-    plan = plan_cluster(config, run_dir, str(model_dir))
+    plan = plan_cluster(config, run_dir, str(model_dir), resume=args.resume)
     note = console(stderr=True)
     try:
         outcome = asyncio.run(run_cluster(config, plan, run_dir, note))
     except KeyboardInterrupt:  # SIGINT or SIGTERM: every child was stopped on the way out
         raise CommandInterruptedError(
-            f"- every process of the cluster stopped; logs in {run_dir / 'logs'}"
+            f"- every process of the cluster stopped; logs in {run_dir / 'logs'}; "
+            f"resume with: {_resume_command(args)}"
         ) from None
     if outcome.code:
-        print(f"error: {outcome.message}", file=sys.stderr, flush=True)
+        hint = ""
+        if (run_dir / "config.toml").exists():  # the loop got far enough to leave a run
+            hint = f"; resume with: {_resume_command(args)}"
+        print(f"error: {outcome.message}{hint}", file=sys.stderr, flush=True)
     else:
         note.print(outcome.message)
     return outcome.code
+
+
+def _resume_command(args: argparse.Namespace) -> str:
+    import shlex
+
+    argv = ["arctic-swe", "cluster", "up", args.config, "--run-dir", args.run_dir, "--resume"]
+    if args.model is not None:
+        argv += ["--model", args.model]
+    if args.updates is not None:
+        argv += ["--updates", str(args.updates)]
+    return shlex.join(argv)

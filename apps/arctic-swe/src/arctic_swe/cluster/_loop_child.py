@@ -27,9 +27,17 @@ def sandbox_backend(name: str) -> Backend:
 
 
 def run_loop(
-    run_dir: Path, config_path: Path, deck: Path, policy: Path, sandbox: str, console: Console
+    run_dir: Path,
+    config_path: Path,
+    deck: Path,
+    policy: Path,
+    sandbox: str,
+    console: Console,
+    *,
+    resume: bool = False,
 ) -> int:
-    """Build or reuse the deck, then run the loop to ``run.updates``; 0 when it completes."""
+    """Build or reuse the deck, then run the loop to ``run.updates``; 0 when it completes.
+    ``resume`` continues from the run's last checkpoint (with the new servers' URLs)."""
     import torch
 
     from arctic_swe.config import load_toml, prepare_run_dir
@@ -37,13 +45,14 @@ def run_loop(
     from arctic_swe.orchestrator._inputs import ensure_deck
 
     config = load_toml(config_path)
-    run = prepare_run_dir(run_dir, config, resume=False)
+    run = prepare_run_dir(run_dir, config, resume=resume)
     torch.set_num_threads(1)  # the loop only tokenises and schedules; ranks and engines compute
     deck_dir = ensure_deck(deck, config, console)
     result = run_overfit(
         config,
         run,
         Inputs(deck_dir, policy),
+        resume=resume,
         console=console,
         backend=sandbox_backend(sandbox),
     )

@@ -57,13 +57,17 @@ class ClusterPlan:
         return self.engines + rest
 
 
-def plan_cluster(config: ClusterConfig, run_dir: Path, model_dir: str) -> ClusterPlan:
+def plan_cluster(
+    config: ClusterConfig, run_dir: Path, model_dir: str, *, resume: bool = False
+) -> ClusterPlan:
     """The processes ``cluster up`` starts on this node. A node with ``trainer.node_rank > 0``
-    runs only its trainer ranks: engines and the loop live on node 0."""
-    trainer = _trainer(config, run_dir, model_dir) if config.trainer.ranks else None
+    runs only its trainer ranks: engines and the loop live on node 0. ``resume``: the trainer
+    restarts from its last DCP checkpoint and the loop from its last checkpoint in ``run_dir``."""
+    trainer = _trainer(config, run_dir, model_dir, resume) if config.trainer.ranks else None
     if config.trainer.node_rank > 0:
         return ClusterPlan((), trainer, None)
-    return ClusterPlan(_engines(config, model_dir), trainer, _loop(config, run_dir, model_dir))
+    loop = _loop(config, run_dir, model_dir, resume)
+    return ClusterPlan(_engines(config, model_dir), trainer, loop)
 
 
 def _engines(config: ClusterConfig, model_dir: str) -> tuple[ProcessSpec, ...]:
@@ -110,7 +114,7 @@ def _vllm_engine(config: ClusterConfig, model_dir: str, index: int) -> ProcessSp
     )
 
 
-def _trainer(config: ClusterConfig, run_dir: Path, model_dir: str) -> ProcessSpec:
+def _trainer(config: ClusterConfig, run_dir: Path, model_dir: str, resume: bool) -> ProcessSpec:
     t = config.trainer
     if t.rdzv_endpoint:
         rendezvous: tuple[str, ...] = (
@@ -124,7 +128,7 @@ def _trainer(config: ClusterConfig, run_dir: Path, model_dir: str) -> ProcessSpe
         "-m", "arctic_swe.distributed",
         "--policy", model_dir, "--config", str(run_dir / "cluster" / TRAINER_CONFIG),
         "--run-dir", str(run_dir), "--host", t.host, "--port", str(t.port),
-        "--threads", str(t.threads),
+        "--threads", str(t.threads), *(("--resume",) if resume else ()),
     )  # fmt: skip
     # CPU ranks see no GPU (gloo, FP32); GPU ranks see exactly their devices (nccl).
     devices = ",".join(str(d) for d in t.devices)
@@ -132,11 +136,12 @@ def _trainer(config: ClusterConfig, run_dir: Path, model_dir: str) -> ProcessSpe
     return ProcessSpec("trainer", "trainer", argv, env, READY_LINE)
 
 
-def _loop(config: ClusterConfig, run_dir: Path, model_dir: str) -> ProcessSpec:
+def _loop(config: ClusterConfig, run_dir: Path, model_dir: str, resume: bool) -> ProcessSpec:
     argv = (
         "arctic-swe", "cluster", "loop", "--run-dir", str(run_dir),
         "--config", str(run_dir / "cluster" / LOOP_CONFIG), "--deck", config.deck_dir,
         "--policy", model_dir, "--sandbox", config.sandbox.backend,
+        *(("--resume",) if resume else ()),
     )  # fmt: skip
     return ProcessSpec("loop", "loop", argv, (("CUDA_VISIBLE_DEVICES", ""),), READY_NONE)
 

@@ -44,9 +44,15 @@ def check_model(path: str) -> Path:
     return Path(path)
 
 
-def check_run_dir(run_dir: Path) -> None:
-    if (run_dir / "config.toml").exists():
-        raise PreflightError(f"{run_dir} already holds a run; pick a new --run-dir")
+def check_run_dir(run_dir: Path, *, resume: bool = False) -> None:
+    """A fresh run needs a directory without a run; ``resume`` needs one with a run."""
+    holds_run = (run_dir / "config.toml").exists()
+    if resume and not holds_run:
+        raise PreflightError(f"nothing to resume: {run_dir / 'config.toml'} does not exist")
+    if holds_run and not resume:
+        raise PreflightError(
+            f"{run_dir} already holds a run; pass --resume to continue it or pick a new --run-dir"
+        )
 
 
 def check_machine(config: ClusterConfig) -> None:
@@ -161,14 +167,14 @@ def check_sandbox(backend: str) -> None:
         raise PreflightError(f"sandbox.backend = {backend}: {exc}") from exc
 
 
-async def preflight(config: ClusterConfig, run_dir: Path | None) -> Path:
+async def preflight(config: ClusterConfig, run_dir: Path | None, *, resume: bool = False) -> Path:
     """Every check, cheapest first; returns the checkpoint directory. Nothing is started."""
     from arctic_swe.cluster._up import remote_trainer_supported
 
     node0 = config.trainer.node_rank == 0
     model = check_model(config.model.path)
     if run_dir is not None and node0:
-        check_run_dir(run_dir)
+        check_run_dir(run_dir, resume=resume)
     check_machine(config)
     if config.trainer.ranks and not remote_trainer_supported():
         raise PreflightError(

@@ -8,6 +8,7 @@ so CI logs stay readable.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -32,6 +33,14 @@ class ClusterView:
         self._progress: Progress | None = None
         self._task: Any = None
         self.started = time.monotonic()
+        self.shown_step = 0  # updates up to this one are on screen (or were before a resume)
+
+    def skip_existing(self) -> None:
+        """Count the updates already in the log (a resumed run) without printing them."""
+        if self.metrics.is_file():
+            for line in self.metrics.read_bytes().splitlines():
+                with contextlib.suppress(ValueError, TypeError, AttributeError):
+                    self.shown_step = max(self.shown_step, int(json.loads(line).get("step", 0)))
 
     def __enter__(self) -> ClusterView:
         if self.live:
@@ -70,6 +79,8 @@ class ClusterView:
         """Read the metrics lines appended since the last call."""
         if not self.metrics.is_file():
             return
+        if self.metrics.stat().st_size < self.offset:  # a resumed loop cut the log back
+            self.offset, self.records = 0, []
         with self.metrics.open("rb") as handle:
             handle.seek(self.offset)
             chunk = handle.read()
@@ -81,8 +92,10 @@ class ClusterView:
             except json.JSONDecodeError:
                 continue
             self.records.append(record)
-            if self._progress is None:
+            step = int(record.get("step", 0))
+            if self._progress is None and step > self.shown_step:  # each update once
                 self.console.print(self._line(record), highlight=False, soft_wrap=True)
+            self.shown_step = max(self.shown_step, step)
         self._refresh()
 
     def _line(self, record: dict[str, Any]) -> str:

@@ -77,6 +77,7 @@ async def run_cluster(
     """Start ``plan``'s processes, run until the loop ends, stop everything."""
     folder = write_topology(config, run_dir)
     view = ClusterView(config.loop.run.updates, run_dir / "metrics.jsonl", console)
+    view.skip_existing()  # a resumed run shows only its new updates
     supervisor = Supervisor(run_dir)
     try:
         async with supervisor:
