@@ -142,3 +142,15 @@ def test_the_launcher_never_imports_torch(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "[]"
+
+
+def test_resume_restarts_the_trainer_and_the_loop_from_their_checkpoints(tmp_path: Path) -> None:
+    config = load_cluster(CONFIGS / "cpu-cluster.toml")
+    plan = plan_cluster(config, tmp_path, "m", resume=True)
+    assert plan.trainer is not None
+    assert plan.loop is not None
+    assert "--resume" in plan.trainer.argv
+    assert "--resume" in plan.loop.argv
+    assert all("--resume" not in engine.argv for engine in plan.engines)  # servers start afresh
+    fresh = plan_cluster(config, tmp_path, "m")
+    assert all("--resume" not in p.argv for p in fresh.processes)

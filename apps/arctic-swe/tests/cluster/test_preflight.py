@@ -218,3 +218,10 @@ def test_check_passes_docker_sandboxes_with_an_engine(
     config = write_topology(tmp_path, checkpoint, sandbox='backend = "docker"\ncapacity = 2')
     assert main(["cluster", "check", str(config)]) == 0
     assert "ok: " in capsys.readouterr().out
+
+
+def test_resume_needs_a_run(
+    checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = _up(write_topology(tmp_path, checkpoint), tmp_path / "run", capsys, "--resume")
+    assert "nothing to resume" in err
