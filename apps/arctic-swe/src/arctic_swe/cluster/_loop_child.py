@@ -40,21 +40,32 @@ def run_loop(
     ``resume`` continues from the run's last checkpoint (with the new servers' URLs)."""
     import torch
 
-    from arctic_swe.config import load_toml, prepare_run_dir
-    from arctic_swe.orchestrator import Inputs, run_overfit
+    from arctic_swe.chat import ChatError
+    from arctic_swe.cli._execute import user_errors
+    from arctic_swe.config import RunConfigError, RunDirError, load_toml, prepare_run_dir
+    from arctic_swe.deck import DeckError
+    from arctic_swe.metrics import MetricsError
+    from arctic_swe.model import PolicyError
+    from arctic_swe.orchestrator import Inputs, SetupError, run_overfit
     from arctic_swe.orchestrator._inputs import ensure_deck
+    from arctic_swe.trainer import TrainerError
 
-    config = load_toml(config_path)
-    run = prepare_run_dir(run_dir, config, resume=resume)
-    torch.set_num_threads(1)  # the loop only tokenises and schedules; ranks and engines compute
-    deck_dir = ensure_deck(deck, config, console)
-    result = run_overfit(
-        config,
-        run,
-        Inputs(deck_dir, policy),
-        resume=resume,
-        console=console,
-        backend=sandbox_backend(sandbox),
-    )
+    errors = (
+        ChatError, DeckError, MetricsError, PolicyError, RunConfigError, RunDirError,
+        SetupError, TrainerError,
+    )  # fmt: skip
+    with user_errors(*errors):  # one `error:` line in loop.log, which the launcher quotes
+        config = load_toml(config_path)
+        run = prepare_run_dir(run_dir, config, resume=resume)
+        torch.set_num_threads(1)  # the loop tokenises and schedules; ranks and engines compute
+        deck_dir = ensure_deck(deck, config, console)
+        result = run_overfit(
+            config,
+            run,
+            Inputs(deck_dir, policy),
+            resume=resume,
+            console=console,
+            backend=sandbox_backend(sandbox),
+        )
     console.print(f"loop finished: {len(result.records)} updates in {run.metrics}")
     return 0
