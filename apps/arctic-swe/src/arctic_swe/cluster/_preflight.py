@@ -3,10 +3,11 @@
 * the checkpoint directory is a Qwen3.5 checkpoint: ``config.json``, safetensors weights,
   ``tokenizer.json`` and a chat template (and is set at all: the b200 preset leaves it empty
   on purpose);
-* the run directory does not already hold a run;
+* the run directory does not already hold a run (with ``--resume``: does hold one);
 * every engine given by URL answers ``GET /health`` within ``engines.health_timeout_s``;
 * trainer ranks fit the machine: CPU ranks (no ``trainer.devices``) at most the CPUs this
-  process may run on (``os.sched_getaffinity``; the rule is one rank per core); GPU ranks and vLLM engines only on CUDA devices that exist;
+  process may run on (``os.sched_getaffinity``; the rule is one rank per core); GPU ranks
+  and vLLM engines only on CUDA devices that exist;
 * the vLLM backend has the ``vllm`` executable (the ``arctic-swe[vllm]`` extra) and a GPU;
 * no two processes want the same fixed port, and every fixed local port is free;
 * the sandbox backend is usable (root + util-linux for namespaces, a Docker engine for docker).
