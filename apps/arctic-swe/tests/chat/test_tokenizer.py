@@ -10,6 +10,7 @@ from transformers import PreTrainedTokenizerFast
 
 from arctic_swe.chat import (
     IM_END,
+    REQUIRED_TOKENS,
     SPECIAL_TOKENS,
     ChatError,
     TokenizerLoadError,
@@ -106,3 +107,19 @@ def test_a_tokenizer_without_the_special_tokens_is_refused(
         load_tokenizer(tmp_path)
     with pytest.raises(ChatError, match="not in the vocabulary"):
         special_id(tokenizer, "<nope>")
+
+
+def test_only_the_required_special_tokens_are_required(
+    tokenizer: PreTrainedTokenizerFast, tmp_path: Path
+) -> None:
+    """A checkpoint without the vision/FIM tokens (not used by the harness) still loads."""
+    save_tokenizer(tokenizer, tmp_path)
+    data = json.loads((tmp_path / "tokenizer.json").read_text())
+    data["added_tokens"] = [t for t in data["added_tokens"] if t["content"] != "<|vision_pad|>"]
+    del data["model"]["vocab"]["<|vision_pad|>"]
+    (tmp_path / "tokenizer.json").write_text(json.dumps(data))
+    config = tmp_path / "tokenizer_config.json"
+    config.write_text(config.read_text().replace('"<|vision_pad|>",', ""))
+    loaded = load_tokenizer(tmp_path)
+    assert "<|vision_pad|>" not in loaded.get_vocab()
+    assert set(REQUIRED_TOKENS) <= set(loaded.get_vocab())

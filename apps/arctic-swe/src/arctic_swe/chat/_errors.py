@@ -9,3 +9,8 @@ class ChatError(ValueError):
 
 class TokenizerLoadError(ChatError):
     """A tokenizer directory is missing, unreadable or lacks the Qwen3.5 special tokens."""
+
+
+class TemplateError(ChatError):
+    """A chat template is missing, fails to render, or has a shape the harness cannot append
+    observations to as tokens (or its tool-call format is not one swe-formatcheck checks)."""

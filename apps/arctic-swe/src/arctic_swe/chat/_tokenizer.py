@@ -23,16 +23,24 @@ from arctic_swe.chat._errors import ChatError, TokenizerLoadError
 from arctic_swe.chat._template import CHAT_TEMPLATE, ENDOFTEXT, IM_END, SPECIAL_TOKENS
 
 DEFAULT_VOCAB_SIZE = 2048
+#: The special tokens a loaded tokenizer must have: the turn markers and the reasoning, call and
+#: tool-result tags the harness and swe-formatcheck rely on (the vision / FIM / repository
+#: tokens of :data:`SPECIAL_TOKENS` are trained in but not required of other checkpoints).
+REQUIRED_TOKENS: tuple[str, ...] = SPECIAL_TOKENS[:9]
 
 
 def train_tokenizer(
-    corpus: Iterable[str], vocab_size: int = DEFAULT_VOCAB_SIZE
+    corpus: Iterable[str],
+    vocab_size: int = DEFAULT_VOCAB_SIZE,
+    *,
+    chat_template: str = CHAT_TEMPLATE,
 ) -> PreTrainedTokenizerFast:
     """Train byte-level BPE on ``corpus`` and wrap it with the special tokens and template.
 
     Special tokens occupy the first ids (``<|endoftext|>`` = 0, ``<|im_start|>`` = 1,
     ``<|im_end|>`` = 2, …); ``eos`` is ``<|im_end|>`` (the end of an assistant turn), ``pad``
-    is ``<|endoftext|>``. Deterministic for a given corpus order.
+    is ``<|endoftext|>``. Deterministic for a given corpus order. ``chat_template`` is the
+    Jinja template attached (the app's own by default; :data:`TEMPLATES` names the others).
     """
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
         raise ChatError(f"vocab_size must be an int, got {vocab_size!r}")
@@ -49,11 +57,13 @@ def train_tokenizer(
         show_progress=False,
     )
     model.train_from_iterator(corpus, trainer=trainer)
-    return wrap_tokenizer(model)
+    return wrap_tokenizer(model, chat_template=chat_template)
 
 
-def wrap_tokenizer(model: Tokenizer) -> PreTrainedTokenizerFast:
-    """A ``PreTrainedTokenizerFast`` over ``model`` with Qwen's roles and the chat template."""
+def wrap_tokenizer(
+    model: Tokenizer, *, chat_template: str = CHAT_TEMPLATE
+) -> PreTrainedTokenizerFast:
+    """A ``PreTrainedTokenizerFast`` over ``model`` with Qwen's roles and ``chat_template``."""
     factory: Any = PreTrainedTokenizerFast  # transformers' constructor is untyped
     tokenizer: PreTrainedTokenizerFast = factory(
         tokenizer_object=model,
@@ -63,21 +73,22 @@ def wrap_tokenizer(model: Tokenizer) -> PreTrainedTokenizerFast:
         clean_up_tokenization_spaces=False,
         model_max_length=131072,
     )
-    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.chat_template = chat_template
     return tokenizer
 
 
 def save_tokenizer(tokenizer: PreTrainedTokenizerFast, path: str | os.PathLike[str]) -> Path:
-    """``save_pretrained`` into ``path`` (created); returns the path."""
+    """``save_pretrained`` into ``path`` (created); returns the path. The chat template is
+    stored in ``tokenizer_config.json`` (``chat_template``), where every loader finds it."""
     target = Path(path)
     target.mkdir(parents=True, exist_ok=True)
-    tokenizer.save_pretrained(str(target))
+    tokenizer.save_pretrained(str(target), save_jinja_files=False)
     return target
 
 
 def load_tokenizer(path: str | os.PathLike[str]) -> PreTrainedTokenizerFast:
     """Load a tokenizer directory written by :func:`save_tokenizer` (or any HF fast tokenizer
-    directory carrying Qwen's special tokens); :class:`TokenizerLoadError` otherwise."""
+    directory carrying Qwen's :data:`REQUIRED_TOKENS`); :class:`TokenizerLoadError` otherwise."""
     directory = Path(path)
     if not (directory / "tokenizer.json").is_file():
         raise TokenizerLoadError(f"no tokenizer.json in {directory}")
@@ -87,7 +98,7 @@ def load_tokenizer(path: str | os.PathLike[str]) -> PreTrainedTokenizerFast:
     except (OSError, ValueError) as exc:
         raise TokenizerLoadError(f"cannot load the tokenizer in {directory}: {exc}") from exc
     vocab = tokenizer.get_vocab()
-    missing = [token for token in SPECIAL_TOKENS if token not in vocab]
+    missing = [token for token in REQUIRED_TOKENS if token not in vocab]
     if missing:
         raise TokenizerLoadError(f"{directory} lacks special tokens {missing}")
     return tokenizer

@@ -18,12 +18,15 @@ from typing import Any, Protocol
 COMMAND_MODULES: tuple[str, ...] = (
     "arctic_swe.cli._components",
     "arctic_swe.cli._deck",
+    "arctic_swe.cli._model",
     "arctic_swe.cli._warmstart",
     "arctic_swe.cli._rollout",
     "arctic_swe.cli._overfit",
     "arctic_swe.cli._evaluate",
     "arctic_swe.cli._compare",
     "arctic_swe.serve._command",
+    "arctic_swe.cli._cluster",
+    "arctic_swe.cli._train_worker",
 )
 
 

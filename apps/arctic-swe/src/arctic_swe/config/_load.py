@@ -22,6 +22,7 @@ from arctic_swe.config._schema import (
     REFRESH_MODES,
     ROUTING_POLICIES,
     SECTIONS,
+    TRAINER_KINDS,
     RunConfig,
 )
 
@@ -226,6 +227,27 @@ def validate(config: RunConfig) -> None:
         trainer.aggregation in AGGREGATIONS, "trainer.aggregation", f"must be one of {AGGREGATIONS}"
     )
     _require(trainer.micro_batch_rollouts >= 1, "trainer.micro_batch_rollouts", "must be >= 1")
+    _validate_trainer_kind(config)
+
+
+def _validate_trainer_kind(config: RunConfig) -> None:
+    """``trainer.kind``/``url``/``timeout_s`` agree; a remote trainer needs HTTP engines."""
+    trainer = config.trainer
+    _require(trainer.kind in TRAINER_KINDS, "trainer.kind", f"must be one of {TRAINER_KINDS}")
+    _require(trainer.timeout_s > 0, "trainer.timeout_s", "must be > 0")
+    if trainer.kind == "inprocess":
+        _require(not trainer.url, "trainer.url", 'needs trainer.kind = "remote"')
+        return
+    _require(
+        trainer.url.startswith(("http://", "https://")) and len(trainer.url) > len("http://"),
+        "trainer.url",
+        f"a remote trainer needs its http(s) URL, got {trainer.url!r}",
+    )
+    _require(
+        config.engine.kind == "http",
+        "trainer.kind",
+        'a remote trainer needs engine.kind = "http" (engines load the weight files it writes)',
+    )
 
 
 def _validate_engine_kind(engine: Any) -> None:

@@ -15,6 +15,7 @@ ENGINE_KINDS = ("inprocess", "http")
 REFRESH_MODES = ("inflight", "drain")
 RATIO_CONTROLS = ("mask", "ppo_clip")
 AGGREGATIONS = ("token_mean", "rollout_mean")
+TRAINER_KINDS = ("inprocess", "remote")
 
 
 @attrs.frozen
@@ -113,6 +114,14 @@ class TrainerSection:
     # A batch whose every group is all-0 or all-1 has zero advantages, hence zero gradient; an
     # AdamW step on it would only replay momentum. True: skip that optimizer step.
     skip_empty_steps: bool = False
+    # "inprocess": the trainer is an object in the orchestrator's process (a worker thread);
+    # "remote": the FSDP2 trainer process (`torchrun -m arctic_swe.distributed`) at ``url``,
+    # which needs engine.kind = "http" (engines load the weight files it writes).
+    kind: str = "inprocess"
+    url: str = ""
+    # A remote step, checkpoint or health check not answered within this many seconds stops
+    # the run with a clear error instead of hanging.
+    timeout_s: float = 900.0
 
 
 @attrs.frozen

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from arctic_swe.harness._errors import HarnessError
 
+_DIALECTS = ("auto", "qwen3_coder", "hermes")  # swe-formatcheck's dialects, or detected
+
 SYSTEM_PROMPT = (
     "You are a software engineer fixing an issue in the repository in your working directory. "
     "Use the tools to inspect and edit files and to run the tests, then call submit."
@@ -28,6 +30,11 @@ class HarnessConfig:
       reward is the grade of the final repository state (see ``_ablations``).
     * ``strict_format`` — the recipe (True): swe-formatcheck's raw check decides. False is the
       ablation: a malformed turn a lenient regex parser can repair is executed.
+    * ``tool_dialect`` — the tool-call format turns are checked in: ``"auto"`` (detected from
+      the checkpoint's chat template), ``"qwen3_coder"`` (XML) or ``"hermes"`` (JSON).
+    * ``enable_thinking`` — passed to chat templates with a reasoning switch (Qwen3.5's): True
+      opens ``<think>`` in the generation prompt, False closes an empty one (turns then carry
+      no reasoning); ``None`` keeps the template's default.
     """
 
     max_turns: int = 100
@@ -39,6 +46,8 @@ class HarnessConfig:
     system_prompt: str = SYSTEM_PROMPT
     gated_reward: bool = True
     strict_format: bool = True
+    tool_dialect: str = "auto"
+    enable_thinking: bool | None = None
 
     def __post_init__(self) -> None:
         for name in ("max_turns", "max_tokens", "max_new_tokens", "observation_chars"):
@@ -50,6 +59,14 @@ class HarnessConfig:
         for name in ("gated_reward", "strict_format"):
             if not isinstance(getattr(self, name), bool):
                 raise HarnessError(f"{name} must be a bool, got {getattr(self, name)!r}")
+        if self.tool_dialect not in _DIALECTS:
+            raise HarnessError(
+                f"tool_dialect must be one of {list(_DIALECTS)}, got {self.tool_dialect!r}"
+            )
+        if self.enable_thinking is not None and not isinstance(self.enable_thinking, bool):
+            raise HarnessError(
+                f"enable_thinking must be a bool or None, got {self.enable_thinking!r}"
+            )
         if self.exec_timeout_s <= 0:
             raise HarnessError(f"exec_timeout_s must be positive, got {self.exec_timeout_s}")
 

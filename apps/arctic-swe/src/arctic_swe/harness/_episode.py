@@ -5,6 +5,11 @@ Per turn: the sampler generates from the token history; swe-formatcheck validate
 format, duplicate call, submit, budgets — terminate at once with the gated reward); a valid call
 runs in the sandbox and its observation is appended as tokens. The history is a growing list of
 ids that is only ever appended to: nothing is decoded and re-encoded.
+
+The first prompt and every observation are rendered by the tokenizer's *own* chat template
+(``arctic_swe.chat.ChatFormat``: ``apply_chat_template`` with the tools declared; an observation
+is the exact token delta the template adds after an assistant turn's end), and the raw check
+uses the tool-call dialect and reasoning prefill of that template.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from dataclasses import dataclass, field
 
 from transformers import PreTrainedTokenizerFast
 
-from arctic_swe.chat import encode, observation_text, render_conversation
+from arctic_swe.chat import ChatFormat, chat_format, render_conversation
 from arctic_swe.harness._ablations import feedback_text, lenient_verdict
 from arctic_swe.harness._config import HarnessConfig
 from arctic_swe.harness._sampler import TurnSampler
@@ -25,13 +30,28 @@ from swe_sandbox import AsyncSandbox, PathEscapeError, SandboxError, StrReplaceE
 TOOLS = TOOLSETS["mini_swe_agent_plus"]
 
 
-def prompt_text(task: TaskSpec, config: HarnessConfig) -> str:
-    """System prompt with the tool specs, the issue, and the generation prompt."""
+def prompt_text(
+    task: TaskSpec, config: HarnessConfig, tokenizer: PreTrainedTokenizerFast | None = None
+) -> str:
+    """System prompt with the tool specs, the issue, and the generation prompt: rendered by
+    ``tokenizer``'s chat template, or by the app's own template when no tokenizer is given."""
+    issue = task.problem_statement.rstrip("\n")
+    if tokenizer is not None:
+        return episode_format(tokenizer, config).prompt_text(config.system_prompt, issue)
     messages = [
         {"role": "system", "content": config.system_prompt},
-        {"role": "user", "content": task.problem_statement.rstrip("\n")},
+        {"role": "user", "content": issue},
     ]
     return render_conversation(messages, TOOLS, add_generation_prompt=True)
+
+
+def episode_format(tokenizer: PreTrainedTokenizerFast, config: HarnessConfig) -> ChatFormat:
+    """The chat format an episode renders with: the tokenizer's template, the harness tools,
+    ``config.tool_dialect`` (``"auto"``: detected from the template) and
+    ``config.enable_thinking``."""
+    return chat_format(
+        tokenizer, TOOLS, config.tool_dialect, enable_thinking=config.enable_thinking
+    )
 
 
 def clip(text: str, limit: int) -> str:
@@ -132,8 +152,10 @@ class _Episode:
         self.gate = EpisodeGate(
             config.max_turns, config.max_tokens, config.invalid_reward, gated=config.gated_reward
         )
+        self.chat = episode_format(tokenizer, config)
         self.history = _History()
-        self.history.append_context(encode(tokenizer, prompt_text(task, config)))
+        issue = task.problem_statement.rstrip("\n")
+        self.history.append_context(self.chat.prompt_ids(config.system_prompt, issue))
         self.prompt_length = len(self.history.ids)
         #: Tokens appended since the gate last counted (the gate budgets prompt + observations).
         self.pending = self.prompt_length
@@ -198,7 +220,15 @@ class _Episode:
         stopped = finish_reason == "stop"
         body = token_ids[:-1] if stopped else token_ids
         raw = str(self.tokenizer.decode(list(body), skip_special_tokens=False))
-        strict = check_turn(raw, tools=TOOLS, stopped=stopped)
+        chat = self.chat
+        strict = check_turn(
+            raw,
+            tools=TOOLS,
+            dialect=chat.dialect,
+            reasoning=chat.reasoning,
+            stopped=stopped,
+            think_prefilled=chat.think_prefilled,
+        )
         verdict = strict if self.config.strict_format else lenient_verdict(strict, raw, TOOLS)
         return raw, strict, verdict
 
@@ -212,7 +242,7 @@ class _Episode:
             observation = await run_tool(self.sandbox, call, self.config)
             t_tool = time.monotonic() - t1
             self.timings.tool += t_tool
-        obs_ids = encode(self.tokenizer, observation_text(observation))
+        obs_ids = self.chat.observation_ids(observation)
         self.history.append_context(obs_ids)
         self.pending = len(obs_ids)
         return observation, t_tool

@@ -73,6 +73,8 @@ class UpdateMetrics:
     engines_up: int = 0  # engines taking work at the end of the update
     engine_groups: dict[str, int] = field(default_factory=dict)  # groups finished per engine
     lag_token_mean: float = 0.0  # lag of each trained token at the version it was sampled under
+    trainer_world_size: int = 1  # data-parallel ranks of the step (the remote FSDP2 trainer)
+    step_started: float = 0.0  # monotonic clock when the optimizer step was sent / started
 
     def __post_init__(self) -> None:
         for item in fields(self):

@@ -1,12 +1,17 @@
 """The policy: a Qwen3.5-architecture causal LM (Gated DeltaNet + gated attention), FP32 on CPU,
-with hybrid-numerics installed; presets, seeded construction and local checkpoints."""
+with hybrid-numerics installed; presets, seeded construction and local checkpoints (saved,
+loaded, checked, and written whole by ``arctic-swe model init``)."""
 
 from arctic_swe.model._build import build_policy, install_numerics, numerics_installed
 from arctic_swe.model._checkpoint import assign_weights, load_policy, read_weights, save_policy
 from arctic_swe.model._config import TINY_PRESET, PolicyPreset, policy_config
 from arctic_swe.model._errors import CheckpointError, PolicyConfigError, PolicyError
+from arctic_swe.model._init import INIT_VOCAB_SIZE, PRESETS, init_checkpoint
+from arctic_swe.model._layout import check_checkpoint
 
 __all__ = [
+    "INIT_VOCAB_SIZE",
+    "PRESETS",
     "TINY_PRESET",
     "CheckpointError",
     "PolicyConfigError",
@@ -14,6 +19,8 @@ __all__ = [
     "PolicyPreset",
     "assign_weights",
     "build_policy",
+    "check_checkpoint",
+    "init_checkpoint",
     "install_numerics",
     "load_policy",
     "numerics_installed",

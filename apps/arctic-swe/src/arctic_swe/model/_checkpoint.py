@@ -6,7 +6,6 @@ as written by ``save_pretrained``; the same code loads any Qwen3.5 text checkpoi
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -23,8 +22,7 @@ from transformers.utils import logging as hf_logging
 
 from arctic_swe.model._build import install_numerics
 from arctic_swe.model._errors import CheckpointError
-
-_TEXT_MODEL_TYPES = ("qwen3_5_text",)
+from arctic_swe.model._layout import text_config_dict
 
 
 @contextmanager
@@ -76,23 +74,51 @@ def load_policy(
     FP32 and then put under hybrid-numerics' precision policy with ``compute_dtype`` (FP32
     throughout by default) and its kernels patched in, unless ``patch_numerics=False``.
 
+    Either layout loads: a text model (``model_type`` ``qwen3_5_text``, as ``save_policy`` and
+    ``arctic-swe model init`` write) or a full Qwen3.5 checkpoint (``qwen3_5``, the hub's
+    vision-language layout: its ``text_config`` and ``model.language_model.*`` weights are
+    taken, the vision tower and MTP head are left out).
+
     Raises :class:`CheckpointError` when the directory, its ``config.json`` or its weights are
-    missing or are not a Qwen3.5 text model.
+    missing or are not a Qwen3.5 model.
     """
     directory = _checkpoint_dir(path)
-    config = _read_config(directory)
-    try:
-        loader: Any = Qwen3_5ForCausalLM.from_pretrained  # opaque to mypy (decorated)
-        with _quiet_progress():  # no "Loading weights" bar per load (evaluate loads several)
-            model: Qwen3_5ForCausalLM = loader(
-                directory, config=config, dtype=torch.float32, local_files_only=True
-            )
-    except (OSError, ValueError, RuntimeError, SafetensorError) as exc:
-        raise CheckpointError(f"cannot load weights from {directory}: {exc}") from exc
+    config, composite = _read_config(directory)
+    if composite:
+        model = _load_composite(directory, config)
+    else:
+        try:
+            loader: Any = Qwen3_5ForCausalLM.from_pretrained  # opaque to mypy (decorated)
+            with _quiet_progress():  # no "Loading weights" bar per load (evaluate loads several)
+                model = loader(directory, config=config, dtype=torch.float32, local_files_only=True)
+        except (OSError, ValueError, RuntimeError, SafetensorError) as exc:
+            raise CheckpointError(f"cannot load weights from {directory}: {exc}") from exc
     torch.nn.Module.to(model, device=device)  # HF's .to() is untyped
     torch.nn.Module.eval(model)
     if patch_numerics:
         install_numerics(model, compute_dtype=compute_dtype)
+    return model
+
+
+_COMPOSITE_PREFIX = "model.language_model."
+
+
+def _load_composite(directory: Path, config: Qwen3_5TextConfig) -> Qwen3_5ForCausalLM:
+    """The language model of a full Qwen3.5 checkpoint, weights renamed to the text layout."""
+    stored = read_weights(directory)
+    weights = {
+        "model." + name.removeprefix(_COMPOSITE_PREFIX): tensor
+        for name, tensor in stored.items()
+        if name.startswith(_COMPOSITE_PREFIX)
+    }
+    if weights and "lm_head.weight" in stored:  # absent when tied to the embeddings
+        weights["lm_head.weight"] = stored["lm_head.weight"]
+    if not weights:
+        raise CheckpointError(f"{directory} holds no {_COMPOSITE_PREFIX}* weights")
+    factory: Any = Qwen3_5ForCausalLM
+    model: Qwen3_5ForCausalLM = factory(config)
+    torch.nn.Module.to(model, dtype=torch.float32)
+    assign_weights(model, weights)
     return model
 
 
@@ -166,18 +192,9 @@ def _checkpoint_dir(path: str | os.PathLike[str]) -> Path:
     return directory
 
 
-def _read_config(directory: Path) -> Qwen3_5TextConfig:
+def _read_config(directory: Path) -> tuple[Qwen3_5TextConfig, bool]:
+    raw, composite = text_config_dict(directory)
     try:
-        raw = json.loads((directory / "config.json").read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise CheckpointError(f"unreadable {directory / 'config.json'}: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise CheckpointError(f"{directory / 'config.json'} is not a JSON object")
-    if raw.get("model_type") not in _TEXT_MODEL_TYPES:
-        raise CheckpointError(
-            f"{directory} holds a {raw.get('model_type')!r} model, not a Qwen3.5 text model"
-        )
-    try:
-        return Qwen3_5TextConfig.from_dict(raw)
+        return Qwen3_5TextConfig.from_dict(raw), composite
     except (TypeError, ValueError) as exc:
         raise CheckpointError(f"invalid config in {directory}: {exc}") from exc

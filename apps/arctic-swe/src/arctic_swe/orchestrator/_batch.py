@@ -42,6 +42,11 @@ def build_samples(groups: Sequence[GroupOutcome]) -> list[TrainSample]:
     ]
 
 
+def token_versions(groups: Sequence[GroupOutcome]) -> list[tuple[int, ...]]:
+    """The per-token policy versions of each trajectory, in :func:`build_samples`' order."""
+    return [tuple(t.versions) for g in groups for t in g.trajectories]
+
+
 def tally(groups: Sequence[GroupOutcome]) -> BatchTally:
     """Reward, terminations and time spent of the rollouts in ``groups``."""
     trajectories = [t for g in groups for t in g.trajectories]

@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
-import json
-import signal
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from arctic_swe._process import die_with_parent, ready_url
+
 #: Runs the app's CLI in a child interpreter (the same venv as this process).
 _CLI = "import sys; from arctic_swe._cli import main; sys.exit(main(sys.argv[1:]))"
-_PR_SET_PDEATHSIG = 1
 
 
 class LaunchError(RuntimeError):
@@ -58,11 +56,6 @@ def serve_command(spec: ServerSpec, engine_id: str) -> list[str]:
         "--engine-id",
         engine_id,
     ]
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the forked child
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 @dataclass
@@ -125,7 +118,7 @@ class ServerFleet:
                     stdin=asyncio.subprocess.DEVNULL,
                     stdout=asyncio.subprocess.PIPE,
                     stderr=log,
-                    preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+                    preexec_fn=die_with_parent if sys.platform == "linux" else None,
                 )
             self.servers.append(_Server(engine_id, process))
         await asyncio.gather(*(self._await_url(server) for server in self.servers))
@@ -143,7 +136,7 @@ class ServerFleet:
                             f"engine server {server.engine_id} exited with code {code} before "
                             f"it was ready; see {log}"
                         )
-                    url = _url_of(line)
+                    url = ready_url(line)
                     if url is not None:
                         server.url = url
                         server.drain = asyncio.ensure_future(_discard(server.process.stdout))
@@ -177,13 +170,3 @@ class ServerFleet:
 async def _discard(stream: asyncio.StreamReader) -> None:
     while await stream.read(65536):
         pass
-
-
-def _url_of(line: bytes) -> str | None:
-    """The ``url`` of the server's ready line (one JSON object), else ``None``."""
-    try:
-        data = json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return None
-    url = data.get("url") if isinstance(data, dict) else None
-    return url if isinstance(url, str) and url.startswith("http") else None

@@ -6,6 +6,10 @@ the sandbox pool's threads). The trainer takes the first ``groups_per_update`` g
 finish — whichever task they belong to — so slow groups carry over and age; the off-policy cap
 (``PolicyClock.screen``) drops and counts groups older than ``max_off_policy`` versions.
 
+The trainer is a :class:`arctic_swe.distributed.TrainerHandle`: the in-process trainer (its step
+on a worker thread) or the FSDP2 trainer process over HTTP (its step an awaited request); the
+loop cannot tell them apart, and in both the event loop keeps generating during the step.
+
 After each optimizer step: the new weights are written once (safetensors) and every engine
 refreshes through the router's protocol (pause admission, load, invalidate caches: a turn in
 flight is re-prefilled, a parked sequence released; resume); the deck records the trained
@@ -28,12 +32,13 @@ from safetensors.torch import save_file
 from transformers import PreTrainedTokenizerFast
 
 from arctic_swe.config import RunConfig, RunDir
+from arctic_swe.distributed import InProcessTrainer, RemoteTrainer, TrainerHandle
 from arctic_swe.engine import derive_seed
 from arctic_swe.harness import HarnessConfig
 from arctic_swe.metrics import MetricsLog, UpdateMetrics
-from arctic_swe.orchestrator._batch import build_samples, tally
+from arctic_swe.orchestrator._batch import build_samples, tally, token_versions
 from arctic_swe.orchestrator._groups import GroupJob, GroupOutcome, run_group
-from arctic_swe.trainer import StepStats, Trainer, save_checkpoint
+from arctic_swe.trainer import StepStats, save_checkpoint
 from deck_evictor import Deck
 from load_router import EngineState, PolicyClock, Router, UpdateLagStats
 from swe_sandbox import SandboxPool, TaskSpec
@@ -52,7 +57,7 @@ class Components:
     tokenizer: PreTrainedTokenizerFast
     stop_id: int
     harness: HarnessConfig
-    trainer: Trainer
+    trainer: TrainerHandle
     router: Router
     pool: SandboxPool
     deck: Deck
@@ -122,7 +127,10 @@ class RLLoop:
         kept.sort(key=lambda group: (group.task_id, group.seed or 0))
         samples = build_samples(kept)
         step_began = time.monotonic()
-        stats = await asyncio.to_thread(parts.trainer.step, samples)
+        # Awaited, never blocking: the groups in flight keep generating batch k+1 meanwhile.
+        stats = await parts.trainer.step(
+            samples, versions=token_versions(kept), version=parts.clock.version + 1
+        )
         trained = time.monotonic() - step_began
         version = parts.clock.advance()  # closes this update's lag statistics
         lag = parts.clock.history[-1]
@@ -131,11 +139,14 @@ class RLLoop:
             parts.deck.record(group.task_id, group.successes, len(group.trajectories))
         self._launch_batch()
         record = self._record(stats, kept, lag, waited, trained, refresh_seconds, began)
+        record = replace(
+            record, trainer_world_size=parts.trainer.world_size, step_started=step_began
+        )
         cursor = parts.log.append(record)
         if parts.trainer.steps % cfg.run.checkpoint_every == 0 or (
             parts.trainer.steps == cfg.run.updates
         ):
-            self._checkpoint(version, cursor)
+            await self._checkpoint(version, cursor)
         if self.on_update is not None:
             self.on_update(record)
         return record
@@ -246,10 +257,8 @@ class RLLoop:
         parts = self.parts
         began = time.monotonic()
         weights_dir = parts.run.root / "weights"
-        weights_dir.mkdir(exist_ok=True)
-        path = weights_dir / f"policy-v{version}.safetensors"
-        weights = parts.trainer.weights()
-        await asyncio.to_thread(save_weights, weights, path)
+        # in process: written here; remote: rank 0 already wrote it during the step
+        path = await parts.trainer.weights_file(version, weights_dir)
         engine = parts.config.engine
         await parts.router.refresh(
             str(path),
@@ -259,19 +268,37 @@ class RLLoop:
             # a server that stops answering during the refresh is marked down, never waited on
             refresh_timeout=engine.timeout_s if engine.kind == "http" else None,
         )
-        for old in weights_dir.glob("policy-v*.safetensors"):
-            if old != path:
-                old.unlink(missing_ok=True)
+        if isinstance(parts.trainer, InProcessTrainer):  # the remote trainer prunes its own
+            for old in weights_dir.glob("policy-v*.safetensors"):
+                if old != path:
+                    old.unlink(missing_ok=True)
         return time.monotonic() - began
 
-    def _checkpoint(self, version: int, cursor: int) -> None:
+    async def _checkpoint(self, version: int, cursor: int) -> None:
         parts = self.parts
         pending = [
             [job.task.instance_id, job.seed] for job in self.inflight.values() if not job.probe
         ]
+        if isinstance(parts.trainer, RemoteTrainer):
+            # The trainer's sharded checkpoint (its own directory), then the loop's state.
+            from arctic_swe.distributed import save_loop_state
+
+            sharded = await parts.trainer.checkpoint()
+            save_loop_state(
+                parts.run.checkpoints,
+                parts.deck,
+                step=parts.trainer.steps,
+                version=version,
+                metrics_lines=cursor,
+                extras={"inflight_groups": pending, "launched": parts.launched},
+                trainer_checkpoint=sharded,
+                keep=parts.config.run.keep_checkpoints,
+            )
+            return
+        assert isinstance(parts.trainer, InProcessTrainer)
         save_checkpoint(
             parts.run.checkpoints,
-            parts.trainer,
+            parts.trainer.trainer,
             parts.deck,
             version=version,
             metrics_lines=cursor,

@@ -18,18 +18,34 @@ from torch import nn
 from arctic_swe.chat import IM_END, ChatError, load_tokenizer, special_id
 from arctic_swe.config import RunConfig, RunDir
 from arctic_swe.deck import DeckError, load_deck
+from arctic_swe.distributed import (
+    DistributedTrainerError,
+    InProcessTrainer,
+    RemoteTrainer,
+    TrainerHandle,
+    load_loop_state,
+)
 from arctic_swe.harness import HarnessConfig
+from arctic_swe.harness._episode import episode_format
 from arctic_swe.metrics import MetricsLog
 from arctic_swe.model import CheckpointError
 from arctic_swe.orchestrator._engines import (
     EngineFactory,
     EngineInputs,
+    EngineSet,
     EngineSetupError,
     open_engines,
 )
 from arctic_swe.orchestrator._engines import torch_engine as _torch_engine
 from arctic_swe.orchestrator._loop import Components
-from arctic_swe.trainer import Trainer, latest_checkpoint, load_checkpoint, load_fp32_policy
+from arctic_swe.trainer import (
+    Restored,
+    ResumeError,
+    Trainer,
+    latest_checkpoint,
+    load_checkpoint,
+    load_fp32_policy,
+)
 from deck_evictor import Deck, EvictionRules, ReplayPolicy
 from load_router import LeastLoaded, PolicyClock, Router, SessionHash
 from swe_sandbox import Backend, NamespaceBackend, SandboxPool
@@ -98,6 +114,8 @@ async def open_components(
     try:
         deck_tasks = list(load_deck(inputs.deck_dir).split("pool"))
         tokenizer = load_tokenizer(inputs.policy_dir)
+        # an unsupported chat template is a one-line error now, not a failed first episode
+        episode_format(tokenizer, harness_config(config))
     except (DeckError, ChatError, OSError) as exc:
         raise SetupError(str(exc)) from exc
     if len(deck_tasks) < config.deck.pool_size:
@@ -107,29 +125,31 @@ async def open_components(
         )
     tasks = {t.instance_id: t.spec for t in deck_tasks[: config.deck.pool_size]}
     torch.manual_seed(config.run.seed)
-    trainer = Trainer(_load_policy(config, inputs.policy_dir), config.trainer)
     deck, version = _evictor(config, list(tasks)), 0
     resume_groups: list[tuple[str, int | None]] = []
     launched = 0
     log = MetricsLog(run.metrics)
     latest = latest_checkpoint(run.checkpoints) if resume else None
-    if latest is not None:
-        restored = load_checkpoint(latest, trainer)
-        if set(restored.deck.task_ids) != set(tasks):
-            raise SetupError(f"checkpoint {latest} was taken on a different task pool")
-        deck, version = restored.deck, restored.version
-        resume_groups, launched = _inflight(restored.extras)
-        log.truncate(restored.metrics_lines)
-    elif resume:
-        log.truncate(0)  # crashed before the first checkpoint: start over
-    stop_id = special_id(tokenizer, IM_END)
-    engine_inputs = EngineInputs(
-        trainer.model, inputs.policy_dir, stop_id, version, trainer.weights
-    )
-    pool = SandboxPool(backend or NamespaceBackend(), max_concurrency=config.harness.sandboxes)
+    trainer, engine_inputs = await _open_trainer(config, inputs, latest)
     try:
-        engine_set = open_engines(config, run, engine_inputs, engine_factory)
-        async with engine_set as engines, pool:
+        if latest is not None:
+            restored = _restore(latest, trainer)
+            if set(restored.deck.task_ids) != set(tasks):
+                raise SetupError(f"checkpoint {latest} was taken on a different task pool")
+            deck, version = restored.deck, restored.version
+            resume_groups, launched = _inflight(restored.extras)
+            log.truncate(restored.metrics_lines)
+        elif resume:
+            log.truncate(0)  # crashed before the first checkpoint: start over
+        _check_remote_version(trainer, version)
+        stop_id = special_id(tokenizer, IM_END)
+        engine_inputs = EngineInputs(
+            engine_inputs.model, inputs.policy_dir, stop_id, version, engine_inputs.weights
+        )
+        async with _serving(config, run, engine_inputs, engine_factory, backend) as (
+            engines,
+            pool,
+        ):
             policy = SessionHash() if config.engine.routing == "session_hash" else LeastLoaded()
             router = Router(
                 engines.engines,
@@ -154,8 +174,80 @@ async def open_components(
                 launched=launched,
                 engines=engines,
             )
+    finally:
+        if isinstance(trainer, RemoteTrainer):
+            await trainer.aclose()
+
+
+@asynccontextmanager
+async def _serving(
+    config: RunConfig,
+    run: RunDir,
+    engine_inputs: EngineInputs,
+    engine_factory: EngineFactory,
+    backend: Backend | None,
+) -> AsyncIterator[tuple[EngineSet, SandboxPool]]:
+    """The engines and the sandbox pool, closed on exit."""
+    pool = SandboxPool(backend or NamespaceBackend(), max_concurrency=config.harness.sandboxes)
+    try:
+        async with open_engines(config, run, engine_inputs, engine_factory) as engines, pool:
+            yield engines, pool
     except EngineSetupError as exc:
         raise SetupError(str(exc)) from exc
+
+
+async def _open_trainer(
+    config: RunConfig, inputs: Inputs, latest: Path | None
+) -> tuple[TrainerHandle, EngineInputs]:
+    """The in-process trainer (the policy loaded here) or a client of the remote one.
+
+    The returned :class:`EngineInputs` carries only the model and weights; the caller fills
+    in the stop id and version."""
+    if config.trainer.kind != "remote":
+        trainer = Trainer(_load_policy(config, inputs.policy_dir), config.trainer)
+        return InProcessTrainer(trainer), EngineInputs(
+            trainer.model, inputs.policy_dir, 0, 0, trainer.weights
+        )
+    remote = RemoteTrainer(config.trainer.url, timeout_s=config.trainer.timeout_s)
+    try:
+        await remote.connect()
+    except DistributedTrainerError as exc:
+        await remote.aclose()
+        raise SetupError(str(exc)) from exc
+    # Remote runs have HTTP engines only (validated), which never need the model in memory;
+    # a resumed run's engines catch up from the checkpoint's consolidated export.
+    export = (latest / "model" / "model.safetensors") if latest is not None else None
+    return remote, EngineInputs(nn.Module(), inputs.policy_dir, 0, 0, _export_reader(export))
+
+
+def _export_reader(path: Path | None) -> Any:
+    def read() -> dict[str, torch.Tensor]:
+        if path is None or not path.is_file():
+            raise SetupError("the resumed checkpoint has no consolidated weights to load")
+        from safetensors.torch import load_file
+
+        return load_file(str(path))
+
+    return read
+
+
+def _restore(latest: Path, trainer: TrainerHandle) -> Restored:
+    try:
+        if isinstance(trainer, InProcessTrainer):
+            return load_checkpoint(latest, trainer.trainer)
+        return load_loop_state(latest)
+    except ResumeError as exc:
+        raise SetupError(str(exc)) from exc
+
+
+def _check_remote_version(trainer: TrainerHandle, version: int) -> None:
+    """A remote trainer must hold the policy version the loop starts from."""
+    if isinstance(trainer, RemoteTrainer) and trainer.version != version:
+        raise SetupError(
+            f"the trainer at {trainer.url} holds policy version {trainer.version} but the run "
+            f"starts from version {version}: start a fresh trainer for a new run, or the "
+            "trainer with --resume on the run directory for a resumed one"
+        )
 
 
 def _inflight(extras: dict[str, Any]) -> tuple[list[tuple[str, int | None]], int]:

@@ -104,7 +104,10 @@ def latest_checkpoint(root: Path) -> Path | None:
     if not pointer.is_file():
         return None
     path = root / pointer.read_text().strip()
-    missing = [f for f in _FILES if not (path / f).exists()]
+    required: tuple[str, ...] = _FILES
+    if _written_by_remote_trainer(path):  # its model and optimizer are the trainer's
+        required = tuple(f for f in _FILES if f not in ("trainer.pt", "model"))
+    missing = [f for f in required if not (path / f).exists()]
     if missing:
         raise ResumeError(f"checkpoint {path} is incomplete: missing {missing}")
     return path
@@ -159,6 +162,13 @@ def load_model_from(path: Path) -> Qwen3_5ForCausalLM:
     from arctic_swe.model import load_policy
 
     return load_policy(path / "model")
+
+
+def _written_by_remote_trainer(path: Path) -> bool:
+    try:
+        return bool(json.loads((path / "state.json").read_text()).get("trainer") == "remote")
+    except (OSError, json.JSONDecodeError, AttributeError):
+        return False
 
 
 def _write_latest(root: Path, name: str) -> None:

@@ -22,10 +22,10 @@ from torch import nn
 from arctic_swe.config import TrainerSection
 from arctic_swe.trainer._errors import BatchError
 from arctic_swe.trainer._samples import PaddedBatch, TrainSample, pad_batch
-from cispo_loss import LossConfig, cispo_loss, default_normalizer, token_logprobs
+from cispo_loss import LossConfig, LossOutput, cispo_loss, default_normalizer, token_logprobs
 
 #: Figures of :meth:`Trainer.step` averaged over the step's trainable tokens.
-_TOKEN_MEANS = ("mismatch_kl", "masked_frac", "entropy_mean", "masked_frac_low", "masked_frac_high")
+TOKEN_MEANS = ("mismatch_kl", "masked_frac", "entropy_mean", "masked_frac_low", "masked_frac_high")
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,56 @@ def loss_config(section: TrainerSection) -> LossConfig:
         mask_high=section.mask_high,
         aggregation="token_mean" if section.aggregation == "token_mean" else "rollout_mean",
     )
+
+
+def autocast_for(device: torch.device) -> AbstractContextManager[Any]:
+    """bf16 autocast on CUDA (the FP32 master names stay FP32 through hybrid-numerics' kernels);
+    nothing on CPU, where the whole forward is FP32."""
+    if device.type == "cuda":
+        return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+    return nullcontext()
+
+
+def score_tokens(
+    model: nn.Module, input_ids: torch.Tensor, targets: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Log-probs and entropies ``[B, T-1]`` of ``targets`` under ``model`` (a Qwen3.5 causal
+    LM), through cispo-loss's chunked LM-head path (no ``[B, T, V]`` logits tensor).
+
+    Shared by the in-process :class:`Trainer` and the FSDP2 trainer process, so both score
+    tokens with exactly the engine's numerics (Arctic-SWE §3.3)."""
+    core: Any = model.get_submodule("model")
+    hidden = core(input_ids=input_ids, use_cache=False).last_hidden_state
+    head = model.get_output_embeddings().weight  # type: ignore[operator]
+    hidden = hidden[:, :-1].to(head.dtype)
+    result = token_logprobs(hidden, head, targets)
+    return result.logprobs, result.entropy
+
+
+def micro_batch_loss(
+    logprobs: torch.Tensor,
+    entropy: torch.Tensor,
+    batch: PaddedBatch,
+    config: LossConfig,
+    normalizer: float,
+) -> LossOutput:
+    """CISPO + IcePop on one micro-batch, divided by the step's *global* ``normalizer``
+    (trainable tokens, or rollouts, of every micro-batch on every rank; Arctic-SWE §5)."""
+    return cispo_loss(
+        logprobs.float(),
+        batch.rollout_logprobs,
+        batch.advantages,
+        batch.loss_mask,
+        config=config,
+        normalizer=normalizer,
+        entropy=entropy.float(),
+    )
+
+
+def micro_batches(samples: Sequence[TrainSample], size: int) -> Iterator[Sequence[TrainSample]]:
+    """``samples`` in consecutive chunks of at most ``size`` rollouts."""
+    for start in range(0, len(samples), size):
+        yield samples[start : start + size]
 
 
 class Trainer:
@@ -92,14 +142,14 @@ class Trainer:
         normalizer = sum(default_normalizer(b.loss_mask, config=self.loss_config) for b in batches)
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
-        totals: dict[str, float] = dict.fromkeys(_TOKEN_MEANS, 0.0)
+        totals: dict[str, float] = dict.fromkeys(TOKEN_MEANS, 0.0)
         loss_sum, tokens = 0.0, 0
         for batch in batches:
             metrics = self._accumulate(batch, max(normalizer, 1))
             count = int(metrics["trainable_tokens"])
             tokens += count
             loss_sum += metrics["loss"]
-            for key in _TOKEN_MEANS:
+            for key in TOKEN_MEANS:
                 totals[key] += metrics.get(key, 0.0) * count
         grad_norm = float(nn.utils.clip_grad_norm_(self.model.parameters(), self.section.grad_clip))
         if not (self.section.skip_empty_steps and all(s.advantage == 0.0 for s in samples)):
@@ -153,35 +203,18 @@ class Trainer:
 
     # ------------------------------------------------------------------ internals
     def _chunks(self, samples: Sequence[TrainSample]) -> Iterator[Sequence[TrainSample]]:
-        size = self.section.micro_batch_rollouts
-        for start in range(0, len(samples), size):
-            yield samples[start : start + size]
+        return micro_batches(samples, self.section.micro_batch_rollouts)
 
     def _autocast(self) -> AbstractContextManager[Any]:
-        if self.device.type == "cuda":
-            return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
-        return nullcontext()
+        return autocast_for(self.device)
 
     def _logprobs(self, batch: PaddedBatch) -> tuple[torch.Tensor, torch.Tensor]:
-        core: Any = self.model.get_submodule("model")
-        hidden = core(input_ids=batch.input_ids, use_cache=False).last_hidden_state
-        head = self.model.get_output_embeddings().weight  # type: ignore[operator]
-        hidden = hidden[:, :-1].to(head.dtype)
-        result = token_logprobs(hidden, head, batch.targets)
-        return result.logprobs, result.entropy
+        return score_tokens(self.model, batch.input_ids, batch.targets)
 
     def _accumulate(self, batch: PaddedBatch, normalizer: int) -> dict[str, float]:
         with self._autocast():
             logprobs, entropy = self._logprobs(batch)
-        output = cispo_loss(
-            logprobs.float(),
-            batch.rollout_logprobs,
-            batch.advantages,
-            batch.loss_mask,
-            config=self.loss_config,
-            normalizer=normalizer,
-            entropy=entropy.float(),
-        )
+        output = micro_batch_loss(logprobs, entropy, batch, self.loss_config, normalizer)
         loss: Any = output.loss  # torch's backward is untyped
         loss.backward()
         return dict(output.metrics)

@@ -1,0 +1,71 @@
+"""``arctic-swe cluster loop``: the orchestrator loop as the cluster's last child process.
+
+It is ``arctic-swe overfit``'s loop (:func:`arctic_swe.orchestrator.run_overfit`) on the
+configuration the launcher wrote (``RUN/cluster/loop.toml``: HTTP engines at their URLs, the
+remote trainer at rank 0's URL), with the sandbox backend the topology names. Running it as a
+child, not in the launcher, keeps the launcher a pure supervisor: every process — the loop
+included — is watched, logged and stopped the same way, and a crash of the loop cannot take the
+supervision down with it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+
+if TYPE_CHECKING:
+    from swe_sandbox import Backend
+
+
+def sandbox_backend(name: str) -> Backend:
+    """The swe-sandbox backend called ``name`` (namespace | docker)."""
+    from swe_sandbox import DockerBackend, NamespaceBackend
+
+    return DockerBackend() if name == "docker" else NamespaceBackend()
+
+
+def run_loop(
+    run_dir: Path,
+    config_path: Path,
+    deck: Path,
+    policy: Path,
+    sandbox: str,
+    console: Console,
+    *,
+    resume: bool = False,
+) -> int:
+    """Build or reuse the deck, then run the loop to ``run.updates``; 0 when it completes.
+    ``resume`` continues from the run's last checkpoint (with the new servers' URLs)."""
+    import torch
+
+    from arctic_swe.chat import ChatError
+    from arctic_swe.cli._execute import user_errors
+    from arctic_swe.config import RunConfigError, RunDirError, load_toml, prepare_run_dir
+    from arctic_swe.deck import DeckError
+    from arctic_swe.metrics import MetricsError
+    from arctic_swe.model import PolicyError
+    from arctic_swe.orchestrator import Inputs, SetupError, run_overfit
+    from arctic_swe.orchestrator._inputs import ensure_deck
+    from arctic_swe.trainer import TrainerError
+
+    errors = (
+        ChatError, DeckError, MetricsError, PolicyError, RunConfigError, RunDirError,
+        SetupError, TrainerError,
+    )  # fmt: skip
+    with user_errors(*errors):  # one `error:` line in loop.log, which the launcher quotes
+        config = load_toml(config_path)
+        run = prepare_run_dir(run_dir, config, resume=resume)
+        torch.set_num_threads(1)  # the loop tokenises and schedules; ranks and engines compute
+        deck_dir = ensure_deck(deck, config, console)
+        result = run_overfit(
+            config,
+            run,
+            Inputs(deck_dir, policy),
+            resume=resume,
+            console=console,
+            backend=sandbox_backend(sandbox),
+        )
+    console.print(f"loop finished: {len(result.records)} updates in {run.metrics}")
+    return 0
