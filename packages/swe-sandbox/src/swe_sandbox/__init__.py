@@ -29,16 +29,15 @@ from swe_sandbox._pool import AsyncSandbox, LatencyStats, SandboxPool
 from swe_sandbox._prepare import PreparedRepo, prepare_repo
 from swe_sandbox._results import ExecResult, GradeResult, TestOutcome, reward_contract
 from swe_sandbox._rootfs import BaseImageSpec, build_rootfs, mirror_from_apt
-from swe_sandbox._sandbox import Sandbox, SandboxMetrics
-from swe_sandbox._task import (
-    DEFAULT_TEST_COMMAND,
-    RepoKind,
-    RepoSource,
-    TaskSpec,
+from swe_sandbox._rows import (
+    find_checkout,
+    swebench_image_name,
     task_from_r2egym_row,
     task_from_swebench_row,
     task_from_swerebench_row,
 )
+from swe_sandbox._sandbox import Sandbox, SandboxMetrics
+from swe_sandbox._task import DEFAULT_TEST_COMMAND, RepoKind, RepoSource, TaskSpec
 from swe_sandbox._version import __version__
 
 __all__ = [
@@ -81,10 +80,12 @@ __all__ = [
     "build_rootfs",
     "build_task_image",
     "ensure_base_image",
+    "find_checkout",
     "grade_patch",
     "mirror_from_apt",
     "prepare_repo",
     "reward_contract",
+    "swebench_image_name",
     "task_from_r2egym_row",
     "task_from_swebench_row",
     "task_from_swerebench_row",

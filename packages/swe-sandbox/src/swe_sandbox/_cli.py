@@ -1,9 +1,9 @@
 """``swe-sandbox`` command line: build images, reap orphans, grade a task file.
 
 swe-sandbox image build-base [--mirror URL] [--suite bookworm] [--no-docker]
-swe-sandbox image build TASK.json [--format spec|swebench|swerebench|r2egym]
+swe-sandbox image build TASK.json [--format spec|swebench|swerebench|r2egym] [--repo-dir DIR]
 swe-sandbox janitor [--backend docker|namespace]
-swe-sandbox grade TASK.json [--backend ...] [--patch gold|none|FILE]
+swe-sandbox grade TASK.json [--backend ...] [--patch gold|none|FILE] [--repo-dir DIR]
 
 --suite and --mirror may be given before or after the sub-command. Each command prints one JSON
 object; an error prints {"error": CLASS, "message": ...} on one line and exits 1.
@@ -42,7 +42,7 @@ def _backend(name: str, spec: BaseImageSpec) -> Backend:
 
 
 def _load_task(args: argparse.Namespace) -> TaskSpec:
-    return load_task_file(args.task, args.format)
+    return load_task_file(args.task, args.format, repo_dir=args.repo_dir)
 
 
 def _read_patch(choice: str, task: TaskSpec) -> str | None:
@@ -129,6 +129,14 @@ def _add_task_options(parser: argparse.ArgumentParser) -> None:
         choices=FORMATS,
         help="how TASK.json is written: our own field names (spec, the default) or a "
         "SWE-bench / SWE-rebench / R2E-Gym row",
+    )
+    parser.add_argument(
+        "--repo-dir",
+        default=None,
+        metavar="DIR",
+        help="dataset rows only: take the repository from a local git checkout instead of the "
+        "dataset's image; DIR is the checkout itself or a folder of checkouts named "
+        "owner__name, owner/name or name (the base commit must exist in it)",
     )
 
 
