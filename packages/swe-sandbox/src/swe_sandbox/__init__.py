@@ -7,12 +7,15 @@ Task isolation for Arctic-SWE §5 (sandbox isolation, evaluation-hacking prevent
 from swe_sandbox._backend import GRADER_DIR, WORKDIR, Backend, BackendSession
 from swe_sandbox._docker_backend import DockerBackend
 from swe_sandbox._docker_image import build_task_image, ensure_base_image, task_image_tag
+from swe_sandbox._env_image import EnvSpec, build_env_image, env_spec_from_json
 from swe_sandbox._errors import (
     BackendUnavailableError,
     BaseCommitNotFoundError,
+    EnvironmentBuildError,
     EpisodeEndedError,
     GradingError,
     ImageBuildError,
+    ImageNotFoundError,
     PatchApplyError,
     PathEscapeError,
     RepoNotFoundError,
@@ -51,12 +54,15 @@ __all__ = [
     "BaseCommitNotFoundError",
     "BaseImageSpec",
     "DockerBackend",
+    "EnvSpec",
+    "EnvironmentBuildError",
     "EpisodeEndedError",
     "ExecResult",
     "GradeResult",
     "GradingError",
     "GradingPolicy",
     "ImageBuildError",
+    "ImageNotFoundError",
     "LatencyStats",
     "Limits",
     "NamespaceBackend",
@@ -77,9 +83,11 @@ __all__ = [
     "TestCommandNotFoundError",
     "TestOutcome",
     "__version__",
+    "build_env_image",
     "build_rootfs",
     "build_task_image",
     "ensure_base_image",
+    "env_spec_from_json",
     "find_checkout",
     "grade_patch",
     "mirror_from_apt",

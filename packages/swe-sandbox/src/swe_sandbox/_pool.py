@@ -188,11 +188,18 @@ class SandboxPool:
             raise RuntimeError("pool is closed")
         await self._slots.acquire()
         try:
-            if self._idle:
-                sandbox = self._idle.pop()
+            image, masked = task.environment_image, task.masked_paths
+            fits = [s for s in self._idle if (s.image, s.masked) == (image, masked)]
+            if fits:
+                sandbox = fits[-1]
+                self._idle.remove(sandbox)
             else:
+                if self._idle:  # a warm sandbox of another environment: make room for ours
+                    await self._discard(self._idle.pop(0))
                 await self._rate.wait()
-                sandbox = await self._run(lambda: Sandbox.start(self.backend, self.limits))
+                sandbox = await self._run(
+                    lambda: Sandbox.start(self.backend, self.limits, image=image, masked=masked)
+                )
                 self._live.add(sandbox)
             try:
                 await self._run(lambda: sandbox.load(task))

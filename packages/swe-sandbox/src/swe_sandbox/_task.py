@@ -104,6 +104,10 @@ class TaskSpec:
         allowed_config_paths: glob patterns of test configuration / packaging files (say
             ``setup.cfg``) whose changes this task grades; by default the patch policy drops
             changes to them (see `swe_sandbox._policy`).
+        environment: Docker image reference of the task's own environment (its interpreter,
+            installed packages and system tools); rollout and grade run on it on both
+            backends. ``None``: the repository image when `repo` is an image, else the
+            swe-sandbox base (see `environment_image`).
     """
 
     instance_id: str
@@ -120,6 +124,7 @@ class TaskSpec:
     runner_files: Mapping[str, str] = attrs.field(factory=dict)
     setup_commands: tuple[str, ...] = ()
     allowed_config_paths: tuple[str, ...] = ()
+    environment: str | None = None
 
     def __attrs_post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,199}", self.instance_id or ""):
@@ -134,10 +139,28 @@ class TaskSpec:
             raise TaskSpecError(f"result_parser {self.result_parser!r}: only 'pytest-report'")
         if not self.test_command.strip():
             raise TaskSpecError("test_command is empty")
+        if self.environment is not None and not (
+            isinstance(self.environment, str)
+            and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,254}", self.environment)
+        ):
+            raise TaskSpecError(f"environment {self.environment!r} is not an image reference")
         for path in (*self.graded_files, *self.runner_files):
             _check_relative_path(path, "graded_files/runner_files")
         if not self.graded_files and self.test_patch:
             object.__setattr__(self, "graded_files", files_in_patch(self.test_patch))
+
+    @property
+    def environment_image(self) -> str | None:
+        """The image sandboxes of this task run on: `environment`, else the repository image
+        (a SWE-bench instance image is both), else ``None`` (the swe-sandbox base)."""
+        if self.environment:
+            return self.environment
+        return self.repo.location if self.repo.kind is RepoKind.IMAGE else None
+
+    @property
+    def masked_paths(self) -> tuple[str, ...]:
+        """Directories of the environment image hidden from every sandbox (its repo copy)."""
+        return (self.repo.path_in_image,) if self.repo.kind is RepoKind.IMAGE else ()
 
     @property
     def withheld_paths(self) -> tuple[str, ...]:
