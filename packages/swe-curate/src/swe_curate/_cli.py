@@ -194,7 +194,10 @@ def cmd_inject(args: argparse.Namespace, console: Console) -> int:
         name = name or re.sub(r"(\.tar)?\.(gz|tgz|bz2|xz|tar)$", "", source.name)
         source = unpack_source(source, trees / "_source")
     config = InjectConfig(
-        max_candidates=args.max_candidates, max_tasks=args.max_tasks, seed=args.seed
+        max_candidates=args.max_candidates,
+        max_tasks=args.max_tasks,
+        seed=args.seed,
+        environment=args.environment,
     )
     with _scorer(args) as scorer, _progress(console) as progress:
         bar = progress.add_task("inject", total=config.max_candidates, last="")
@@ -405,6 +408,13 @@ def build_parser() -> argparse.ArgumentParser:
     inj.add_argument("--max-candidates", type=_positive(int), default=30, help="mutants graded")
     inj.add_argument("--max-tasks", type=_positive(int), default=10, help="injected tasks kept")
     inj.add_argument("--seed", type=int, default=0, help="sampling seed (default: 0)")
+    inj.add_argument(
+        "--environment",
+        metavar="IMAGE",
+        default=None,
+        help="Docker image the tests run in (e.g. from `swe-sandbox image build-env`);\n"
+        "every injected task carries it (default: the swe-sandbox base)",
+    )
     inj.set_defaults(func=cmd_inject)
 
     summary = sub.add_parser("summary", help="verdict table of a record file")

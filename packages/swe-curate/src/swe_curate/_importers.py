@@ -85,6 +85,7 @@ def task_to_row(task: TaskSpec) -> dict[str, Any]:
         "test_command": task.test_command,
         "runner_files": dict(task.runner_files),
         "setup_commands": list(task.setup_commands),
+        "environment": task.environment,
     }
 
 
@@ -100,6 +101,8 @@ def task_from_native_row(row: Mapping[str, Any]) -> TaskSpec:
     extra: dict[str, Any] = {}
     if row.get("test_command"):
         extra["test_command"] = str(row["test_command"])
+    if row.get("environment"):
+        extra["environment"] = str(row["environment"])
     return TaskSpec(
         instance_id=str(row["instance_id"]),
         repo=source,
