@@ -138,7 +138,7 @@ def _base_python(client: docker.DockerClient, base: str) -> str:
     return version
 
 
-def _host_pip() -> list[str]:
+def host_pip() -> list[str]:
     """The host's pip: ``$SWE_SANDBOX_PIP`` (a command line), else this interpreter's pip,
     else ``python3 -m pip`` from ``PATH``."""
     configured = os.environ.get("SWE_SANDBOX_PIP")
@@ -175,7 +175,7 @@ def build_wheelhouse(requirements: tuple[str, ...], python: str) -> Path:
     if final.is_dir():
         return final
     partial = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=_mkdir(root)))
-    pip = _host_pip()
+    pip = host_pip()
     nodot = python.replace(".", "")
     platforms = ["manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_28_x86_64"]
     argv = [

@@ -1,0 +1,231 @@
+"""Tasks in their own environment images, on both backends (Docker-marked: they need an engine
+to build and export images; the namespace backend runs on the exported root filesystem)."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import tarfile
+from pathlib import Path, PurePosixPath
+
+import pytest
+from sandbox_testkit.isodate_env import build_isodate_env, host_pip_available, make_isodate_task
+from sandbox_testkit.toyrepo import git
+
+from swe_sandbox import (
+    Backend,
+    DockerBackend,
+    EnvironmentBuildError,
+    EnvSpec,
+    ImageNotFoundError,
+    NamespaceBackend,
+    RepoSource,
+    Sandbox,
+    SandboxPool,
+    TaskSpec,
+    build_env_image,
+    build_task_image,
+)
+from swe_sandbox._cli import main
+from swe_sandbox._docker_image import build_context, docker_build, export_tree_from_image
+from swe_sandbox._environment import inspect_image
+
+pytestmark = [
+    pytest.mark.docker,
+    pytest.mark.skipif(not host_pip_available(), reason="the host has no pip to fetch wheels"),
+]
+
+
+@pytest.fixture(scope="session")
+def isodate_env(docker_backend: DockerBackend) -> str:
+    """The isodate environment image (built once per machine, then a content-hash cache hit)."""
+    return build_isodate_env()
+
+
+@pytest.fixture(scope="session")
+def isodate_task(
+    tmp_path_factory: pytest.TempPathFactory, isodate_env: str, docker_backend: DockerBackend
+) -> TaskSpec:
+    return make_isodate_task(tmp_path_factory.mktemp("isodate"), isodate_env, docker_backend)
+
+
+# ----------------------------------------------------------------- export round trip
+def _tree_image(docker_backend: DockerBackend, tmp_path: Path) -> tuple[str, Path]:
+    """A real image holding a git repository at /testbed: nested dirs, an in-tree symlink."""
+    tree = tmp_path / "tree"
+    (tree / "timeparse" / "sub").mkdir(parents=True)
+    (tree / "timeparse" / "durations.py").write_text("def parse(s):\n    return s\n")
+    (tree / "timeparse" / "sub" / "deep.txt").write_text("deep\n")
+    (tree / "docs").mkdir()
+    (tree / "docs" / "durations.py").symlink_to("../timeparse/durations.py")
+    git(tree, "init", "-q")
+    git(tree, "add", "-A")
+    git(tree, "commit", "-q", "-m", "base")
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for entry in sorted(tree.iterdir()):
+            archive.add(entry, arcname=entry.name)
+    base = docker_backend.base_image()
+    context = build_context(f"FROM {base}\nCOPY tb/ /testbed/\n", {}, {"tb": buffer.getvalue()})
+    tag = docker_build(docker_backend.client, context, "swe-sandbox-test:export", "test", {})
+    return tag, tree
+
+
+def _naive_old_extract(reference: str, client: object, dest: Path) -> list[str]:
+    """What the export did before: ask for ``/testbed/.``, normalise names, strip one part."""
+    container = client.containers.create(reference, command=["true"])  # type: ignore[attr-defined]
+    try:
+        stream, _ = container.get_archive("/testbed/.")
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
+            names = [PurePosixPath(m.name).parts[1:] for m in archive.getmembers()]
+    finally:
+        container.remove(force=True)
+    return sorted("/".join(parts) for parts in names if parts)
+
+
+def test_export_round_trip_keeps_paths_git_and_links(
+    docker_backend: DockerBackend, tmp_path: Path
+) -> None:
+    tag, tree = _tree_image(docker_backend, tmp_path)
+    naive = _naive_old_extract(tag, docker_backend.client, tmp_path)
+    assert "durations.py" in naive  # the old export flattened the tree
+    assert "HEAD" in naive
+    assert "timeparse/durations.py" not in naive
+    out = tmp_path / "out"
+    out.mkdir()
+    export_tree_from_image(tag, "/testbed", out, client=docker_backend.client)
+    assert (out / "timeparse" / "durations.py").read_text() == "def parse(s):\n    return s\n"
+    assert (out / "timeparse" / "sub" / "deep.txt").read_text() == "deep\n"
+    assert (out / ".git" / "HEAD").is_file()
+    link = out / "docs" / "durations.py"
+    assert link.is_symlink()
+    assert str(link.readlink()) == "../timeparse/durations.py"
+    assert git(out, "status", "--porcelain") == ""  # the same commit, byte for byte
+    assert git(out, "rev-parse", "HEAD") == git(tree, "rev-parse", "HEAD")
+
+
+def test_export_of_missing_image_or_path_is_typed(
+    docker_backend: DockerBackend, tmp_path: Path
+) -> None:
+    with pytest.raises(ImageNotFoundError):
+        export_tree_from_image("swe-sandbox-test:absent", "/testbed", tmp_path)
+
+
+# ----------------------------------------------------------------- environment images
+def test_env_image_provides_its_dependency(isodate_env: str, backend: Backend) -> None:
+    task = TaskSpec(
+        instance_id="env-probe", repo=RepoSource.image(isodate_env), environment=isodate_env
+    )
+    with Sandbox.create(task, backend) as sandbox:
+        probe = sandbox.execute_bash(
+            "command -v python3; python3 -c 'import six; print(six.__version__)';"
+            " /usr/bin/python3 -c 'import six' 2>/dev/null || echo base-has-no-six;"
+            " ls -A /testbed | wc -l; ls src/isodate | head -3"
+        )
+    lines = probe.output.split()
+    assert lines[:4] == ["/opt/swe-env/bin/python3", "1.16.0", "base-has-no-six", "0"], probe
+    assert "__init__.py" in lines  # the repo copy came from the image's /testbed into /work
+
+
+def test_env_image_is_cached_by_content_hash(isodate_env: str) -> None:
+    info = inspect_image(DockerBackend().client, isodate_env)
+    assert build_isodate_env() == isodate_env
+    assert inspect_image(DockerBackend().client, isodate_env).image_id == info.image_id
+
+
+def test_namespace_rootfs_is_exported_once_per_image(
+    isodate_env: str, namespace_backend: NamespaceBackend
+) -> None:
+    first, env, _ = namespace_backend.environment(isodate_env)
+    again, _, _ = NamespaceBackend().environment(isodate_env)
+    assert first == again
+    assert (first / "opt/swe-env/bin/python3").exists()
+    assert env["PATH"].startswith("/opt/swe-env/bin:")
+
+
+# ----------------------------------------------------------------- the real project
+def test_real_project_graded_in_its_environment(isodate_task: TaskSpec, backend: Backend) -> None:
+    assert "src/isodate/tests/test_duration.py::DurationTest::test_neg" in isodate_task.fail_to_pass
+    assert len(isodate_task.fail_to_pass) <= 3  # one injected line: a few tests notice it
+    assert len(isodate_task.pass_to_pass) >= 10  # the rest of the suite still passes
+    assert any("test_pickle.py" in t for t in isodate_task.pass_to_pass)  # needs six
+    with Sandbox.create(isodate_task, backend) as sandbox:
+        empty = sandbox.grade()
+        assert empty.reward == 0, empty.reasons
+        assert "FAIL_TO_PASS" in empty.reasons[0]
+        sandbox.apply_patch(isodate_task.gold_patch)
+        gold = sandbox.grade()
+    assert gold.reward == 1, gold.reasons
+
+
+def test_instance_layer_on_the_env_image(
+    isodate_task: TaskSpec, docker_backend: DockerBackend
+) -> None:
+    tag = build_task_image(isodate_task, client=docker_backend.client)
+    assert build_task_image(isodate_task, client=docker_backend.client) == tag  # cached
+    layers = docker_backend.client.images.get(tag).history()
+    env_id = inspect_image(docker_backend.client, isodate_task.environment or "").image_id
+    assert any(layer["Id"] == env_id for layer in layers)  # base -> env -> instance
+    with Sandbox.create(isodate_task, docker_backend, image=tag) as sandbox:
+        assert not sandbox.execute_bash("ls src/isodate/tests/test_duration.py").ok  # withheld
+        sandbox.apply_patch(isodate_task.gold_patch)
+        assert sandbox.grade().reward == 1
+
+
+# ----------------------------------------------------------------- bad input, per task
+def test_missing_environment_image_fails_only_its_task(
+    toy_task: TaskSpec, backend: Backend
+) -> None:
+    broken = TaskSpec(
+        instance_id="no-such-env", repo=toy_task.repo, environment="swe-sandbox-env:absent-0"
+    )
+
+    async def run() -> list[object]:
+        async def one(task: TaskSpec) -> object:
+            try:
+                async with pool.sandbox(task) as sandbox:
+                    await sandbox.apply_patch(task.gold_patch)
+                    return (await sandbox.grade()).reward
+            except ImageNotFoundError as exc:
+                return exc
+
+        async with SandboxPool(backend, max_concurrency=2) as pool:
+            return list(await asyncio.gather(one(broken), one(toy_task)))
+
+    failed, graded = asyncio.run(run())
+    assert isinstance(failed, ImageNotFoundError)
+    assert "absent-0" in str(failed)
+    assert graded == 1
+
+
+def test_uninstallable_requirement_names_the_step(
+    docker_backend: DockerBackend, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(EnvironmentBuildError) as caught:
+        build_env_image(EnvSpec(name="broken", requirements=("six==999.0.0",)))
+    assert caught.value.step == "wheelhouse"
+    assert "six==999.0.0" in str(caught.value)
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"name": "broken", "requirements": ["six==999.0.0"]}))
+    assert main(["image", "build-env", str(spec)]) == 1
+    error = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert error["error"] == "EnvironmentBuildError"
+    assert error["message"].startswith("step wheelhouse:")
+
+
+def test_bad_spec_and_base_commit_name_their_step(
+    tmp_path: Path, docker_backend: DockerBackend
+) -> None:
+    with pytest.raises(EnvironmentBuildError) as unpinned:
+        EnvSpec(name="x", requirements=("six",))
+    assert unpinned.value.step == "spec"
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "a.py").write_text("x = 1\n")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "one")
+    with pytest.raises(EnvironmentBuildError) as missing:
+        build_env_image(EnvSpec(name="x", repo=str(repo), base_commit="deadbeef" * 5))
+    assert missing.value.step == "repo"
