@@ -383,7 +383,8 @@ class Sandbox:
     def copy_out(self, path: str, host_dest: str | Path) -> Path:
         """Copy a workdir file or directory to `host_dest` (a directory, created if needed).
 
-        The archive is checked on the host before extraction: links, devices and names that
+        The archive is checked on the host before extraction: links that resolve outside the
+        copied tree, devices and names that
         climb out of `host_dest` raise `PathEscapeError` and nothing is written.
         """
         confine(path)
