@@ -383,9 +383,9 @@ class Sandbox:
     def copy_out(self, path: str, host_dest: str | Path) -> Path:
         """Copy a workdir file or directory to `host_dest` (a directory, created if needed).
 
-        The archive is checked on the host before extraction: links that resolve outside the
-        copied tree, devices and names that
-        climb out of `host_dest` raise `PathEscapeError` and nothing is written.
+        The archive is checked on the host before extraction: names that climb out of
+        `host_dest` and links that resolve outside the copied tree raise `PathEscapeError` and
+        nothing is written; links inside it are kept, devices skipped.
         """
         confine(path)
         data = base64.b64decode(self._helper("pack", path).output)
