@@ -29,6 +29,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from swe_sandbox import _cgroups
 from swe_sandbox._backend import BASE_ENV, User
@@ -193,6 +194,7 @@ class NamespaceBackend:
         #: elsewhere `filter_program` is ``None`` and sandboxes run without it).
         self.seccomp = seccomp
         self._exported: dict[str, Path] = {}
+        self._client: Any = None  # a docker client, made on the first image-backed sandbox
         self._lock = threading.Lock()
 
     def check(self) -> None:
@@ -217,11 +219,13 @@ class NamespaceBackend:
             return self.rootfs, dict(BASE_ENV), ()
         from swe_sandbox._docker_image import docker_client
 
-        info = inspect_image(docker_client(), image)
+        if self._client is None:
+            self._client = docker_client()
+        info = inspect_image(self._client, image)
         with self._lock:
             rootfs = self._exported.get(info.image_id)
         if rootfs is None:
-            rootfs = exported_rootfs(docker_client(), info, cache_root() / "rootfs")
+            rootfs = exported_rootfs(self._client, info, cache_root() / "rootfs")
             with self._lock:
                 self._exported[info.image_id] = rootfs
         hidden = tuple(p for p in masked_paths(info, masked) if _plain_dir(rootfs, p))

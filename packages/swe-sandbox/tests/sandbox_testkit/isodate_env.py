@@ -72,7 +72,7 @@ def host_pip_available() -> bool:
 
 def env_spec() -> EnvSpec:
     return EnvSpec(
-        name="isodate-test",
+        name="isodate",
         requirements=REQUIREMENTS,
         repo=str(download_sdist()),
         strip_components=1,
