@@ -202,14 +202,22 @@ def _random_policy(texts: list[str], target: Path) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def checkout_rows(
+    injected: list[TaskSpec], tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, list[dict[str, object]]]:
+    checkouts = tmp_path_factory.mktemp("checkouts")
+    return checkouts, _swebench_rows(injected, checkouts / "gweis__isodate")
+
+
 def test_swebench_rows_import_audit_grade_and_roll_out_on_docker(
     injected: list[TaskSpec],
     environment: str,
+    checkout_rows: tuple[Path, list[dict[str, object]]],
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    checkouts = tmp_path / "checkouts"
-    rows = _swebench_rows(injected, checkouts / "gweis__isodate")
+    checkouts, rows = checkout_rows
     missing_commit = {**rows[0], "instance_id": "gweis__isodate-9", "base_commit": "ab" * 20}
     no_image = task_to_row(
         attrs.evolve(
@@ -248,3 +256,43 @@ def test_swebench_rows_import_audit_grade_and_roll_out_on_docker(
     assert main([*argv, "--tasks", "2", "--workers", "2", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["rollouts"] == 2
+
+
+def test_swerebench_rows_build_their_own_environment_and_a_bad_recipe_is_one_row(
+    checkout_rows: tuple[Path, list[dict[str, object]]], tmp_path: Path
+) -> None:
+    checkouts, rows = checkout_rows
+    recipe = {
+        "pip_packages": ["six==1.16.0"],
+        "test_cmd": TEST_COMMAND,
+        "log_parser": "parse_log_pytest",
+    }
+    good = [{**row, "install_config": recipe} for row in rows]
+    unavailable = {**good[0], "instance_id": "gweis__isodate-7", "version": "bad"}
+    unavailable["install_config"] = {**recipe, "pip_packages": ["six==0.0.99"]}
+    old_python = {**good[1], "instance_id": "gweis__isodate-8", "version": "py27"}
+    old_python["install_config"] = {**recipe, "python": "2.7"}
+    source = tmp_path / "rebench.jsonl"
+    batch = [good[0], unavailable, old_python, good[1]]
+    source.write_text("".join(json.dumps(row) + "\n" for row in batch))
+    deck = tmp_path / "deck"
+    argv = ["deck", "import", str(source), "--out", str(deck), "--repo-dir", str(checkouts)]
+    assert main([*argv, "--format", "swerebench", "--build-env"]) == 1
+    records = {
+        r["instance_id"]: r for r in map(json.loads, (deck / IMPORT_FILE).read_text().splitlines())
+    }
+    assert {name: r["verdict"] for name, r in records.items()} == {
+        "gweis__isodate-1": "admitted",
+        "gweis__isodate-2": "admitted",
+        "gweis__isodate-7": "environment_build_failed",
+        "gweis__isodate-8": "environment_build_failed",
+    }
+    assert records["gweis__isodate-7"]["reason"].startswith("step wheelhouse:")
+    assert "six==0.0.99" in records["gweis__isodate-7"]["reason"]
+    assert records["gweis__isodate-8"]["reason"].startswith("step base: the spec wants Python 2.7")
+    tasks = [task.spec for task in load_deck(deck).split("pool")]
+    # One recipe (repository, version, requirements), one image: both rows share it.
+    assert len({t.environment for t in tasks}) == 1
+    assert str(tasks[0].environment).startswith("swe-sandbox-env:gweis-isodate-0.6.1-")
+    assert tasks[0].test_command == TEST_COMMAND
+    assert _reward(tasks[0], NamespaceBackend(), tasks[0].gold_patch) == 1

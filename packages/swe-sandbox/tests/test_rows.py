@@ -12,9 +12,11 @@ from hypothesis import strategies as st
 
 from swe_sandbox import (
     BaseCommitNotFoundError,
+    EnvironmentBuildError,
     RepoKind,
     RepoNotFoundError,
     TaskSpecError,
+    env_spec_from_row,
     find_checkout,
     prepare_repo,
     task_from_r2egym_row,
@@ -163,3 +165,34 @@ def test_rows_on_a_checkout_prepare_and_a_missing_base_commit_is_its_own_error(
         repo_dir=folder / "octo__widgets",
     )
     assert r2e.repo.location == str(folder / "octo__widgets")
+
+
+def test_swerebench_install_config_is_an_environment_recipe(checkouts: tuple[Path, str]) -> None:
+    folder, sha = checkouts
+    checkout = folder / "octo__widgets"
+    (checkout / "requirements-test.txt").write_text(
+        "# pinned\nattrs==23.2.0\n\npluggy==1.5.0  # x\n"
+    )
+    _git(checkout, "add", "-A")
+    _git(checkout, "commit", "-q", "-m", "reqs")
+    setup = _git(checkout, "rev-parse", "HEAD")
+    config = {
+        "python": "3.11",
+        "pip_packages": ["six==1.16.0"],
+        "reqs_path": ["requirements-test.txt"],
+    }
+    row = _row(base_commit=sha, environment_setup_commit=setup, install_config=config)
+    spec = env_spec_from_row(row, checkout)
+    assert spec is not None
+    assert spec.requirements == ("six==1.16.0", "attrs==23.2.0", "pluggy==1.5.0")
+    assert (spec.name, spec.python, spec.repo) == ("octo-widgets-1.0", "3.11", None)
+    assert env_spec_from_row(_row(), checkout) is None  # no install_config: no recipe
+    with pytest.raises(EnvironmentBuildError, match="not pinned"):
+        env_spec_from_row(_row(install_config={"pip_packages": "six pytest==8.0.0"}), checkout)
+    with pytest.raises(TaskSpecError, match=r"reqs_path 'requirements-test\.txt' is not in"):
+        env_spec_from_row(
+            _row(
+                environment_setup_commit=sha, install_config={"reqs_path": "requirements-test.txt"}
+            ),
+            checkout,
+        )

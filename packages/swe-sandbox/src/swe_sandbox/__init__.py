@@ -33,6 +33,7 @@ from swe_sandbox._prepare import PreparedRepo, prepare_repo
 from swe_sandbox._results import ExecResult, GradeResult, TestOutcome, reward_contract
 from swe_sandbox._rootfs import BaseImageSpec, build_rootfs, mirror_from_apt
 from swe_sandbox._rows import (
+    env_spec_from_row,
     find_checkout,
     swebench_image_name,
     task_from_r2egym_row,
@@ -88,6 +89,7 @@ __all__ = [
     "build_task_image",
     "ensure_base_image",
     "env_spec_from_json",
+    "env_spec_from_row",
     "find_checkout",
     "grade_patch",
     "mirror_from_apt",

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from swe_sandbox._env_image import EnvSpec
 from swe_sandbox._errors import RepoNotFoundError, TaskSpecError
 from swe_sandbox._task import DEFAULT_TEST_COMMAND, RepoSource, TaskSpec, _str_tuple
 
@@ -210,4 +212,62 @@ def task_from_r2egym_row(
         gold_patch=str(row.get("patch") or ""),
         test_patch=str(row.get("test_patch") or ""),
         pass_to_pass=passing,
+    )
+
+
+def _requirement_lines(text: str) -> list[str]:
+    lines = (line.split("#", 1)[0].strip() for line in text.splitlines())
+    return [line for line in lines if line]
+
+
+def _file_at(checkout: Path, commit: str, path: str) -> str:
+    done = subprocess.run(
+        ["git", "show", f"{commit}:{path}"],
+        cwd=checkout,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise TaskSpecError(f"install_config.reqs_path {path!r} is not in {checkout} at {commit}")
+    return done.stdout
+
+
+def env_spec_from_row(row: Mapping[str, Any], checkout: str | Path | None = None) -> EnvSpec | None:
+    """The environment recipe a SWE-rebench row carries, or ``None`` when it carries none.
+
+    From ``install_config``: ``python`` (checked against the base image's), ``pip_packages``
+    (a list, or one whitespace-separated string) and the requirement files ``reqs_path``, read
+    from `checkout` at ``environment_setup_commit`` (else ``base_commit``) — the SWE-bench
+    harness's env layer, keyed by repository and version. Every requirement must be pinned
+    (``name==version``): the image is built offline from a wheelhouse. As in the harness, the
+    env layer holds no repository (the instance layer or the sandbox brings the task's tree),
+    so the rows of one repository and version share one image. ``pre_install`` / ``install``
+    commands are not run (the project itself is not installed: the agent's tree is the one
+    under test).
+
+    Raises:
+        TaskSpecError: a requirement file is missing at that commit.
+        EnvironmentBuildError: (step ``spec``) an unpinned requirement or a bad name.
+    """
+    config = install_config(row)
+    if not config:
+        return None
+    packages: Any = config.get("pip_packages") or []
+    if isinstance(packages, str):
+        packages = packages.split()
+    requirements = [str(p) for p in packages]
+    commit = _opt_str(row.get("environment_setup_commit") or row.get("base_commit"))
+    reqs: Any = config.get("reqs_path") or []
+    for path in [reqs] if isinstance(reqs, str) else reqs:
+        if checkout is None or commit is None:
+            raise TaskSpecError(f"install_config.reqs_path {path!r} needs a local checkout")
+        requirements += _requirement_lines(_file_at(Path(checkout), commit, str(path)))
+    raw_name = f"{row.get('repo') or row.get('instance_id', 'env')}-{row.get('version') or 'env'}"
+    name = re.sub(r"[^a-z0-9._-]+", "-", raw_name.lower()).strip("-._")[:64] or "env"
+    python = config.get("python")
+    return EnvSpec(
+        name=name,
+        requirements=tuple(dict.fromkeys(requirements)),
+        python=None if python is None else str(python),
     )

@@ -53,6 +53,15 @@ def add_import_parser(actions: argparse._SubParsersAction[argparse.ArgumentParse
         "backend its exported root filesystem is used (default: the swe-sandbox base)",
     )
     imp.add_argument(
+        "--build-env",
+        action="store_true",
+        help="build each row's environment image from the recipe it carries (SWE-rebench "
+        "install_config: python, pinned pip_packages, reqs_path files read from the checkout at "
+        "environment_setup_commit), once per distinct recipe, through swe-sandbox's "
+        "build_env_image; a build failure is that row's verdict (environment_build_failed, "
+        "naming the step); rows without a recipe get --environment",
+    )
+    imp.add_argument(
         "--backend",
         choices=("namespace", "docker"),
         default="namespace",
@@ -91,6 +100,7 @@ def run_import(args: argparse.Namespace) -> int:
         environment=args.environment,
         validate=args.validate,
         reruns=args.reruns,
+        build_env=args.build_env,
     )
     out = console()
     with user_errors(DeckError, CurateError, SandboxError):

@@ -2,8 +2,9 @@
 rows) imported, checked one by one and written as a deck the loop trains on.
 
 Each row is parsed (swe-curate's importers, so curation and training read rows alike), given
-its environment image (``environment``: an image built with ``swe-sandbox image build-env``, or
-the one the row names), prepared on the host (the base commit must exist in the repository and
+its environment image (the one the row names; with ``build_env``, one built from the row's own
+recipe, SWE-rebench's ``install_config``, once per distinct recipe; else ``environment``, an
+image built with ``swe-sandbox image build-env``), prepared on the host (the base commit must exist in the repository and
 the test patch must apply) and, with ``validate="audit"``, run through Pipeline 1 on the chosen
 backend, inside that environment. A row that fails any step becomes a rejected entry with its
 reason; the other rows are unaffected. On disk::
@@ -37,10 +38,21 @@ from swe_curate import (
     Verdict,
     audit_task,
     import_rows,
+    read_rows,
     task_from_native_row,
     task_to_row,
 )
-from swe_sandbox import Backend, RepoKind, SandboxError, TaskSpec, prepare_repo
+from swe_sandbox import (
+    Backend,
+    EnvironmentBuildError,
+    EnvSpec,
+    RepoKind,
+    SandboxError,
+    TaskSpec,
+    build_env_image,
+    env_spec_from_row,
+    prepare_repo,
+)
 
 TASKS_FILE = "tasks.jsonl"
 IMPORT_FILE = "import.jsonl"
@@ -73,6 +85,7 @@ class ImportOptions:
     environment: str | None = None  # image for rows that name none
     validate: str = "prepare"
     reruns: int = 2
+    build_env: bool = False  # build each row's environment from its install_config
 
 
 def _absolute(task: TaskSpec) -> TaskSpec:
@@ -89,12 +102,41 @@ def _with_environment(task: TaskSpec, environment: str | None) -> TaskSpec:
     return attrs.evolve(task, environment=environment)
 
 
+class EnvironmentImages:
+    """Environment images of rows that carry a recipe (``env_spec_from_row``), built once per
+    distinct recipe; a recipe that failed is not retried within the import."""
+
+    def __init__(self) -> None:
+        self._built: dict[EnvSpec, str | EnvironmentBuildError] = {}
+
+    def for_row(self, raw: Mapping[str, Any], task: TaskSpec) -> str | None:
+        """The row's environment image tag, or ``None`` when the row carries no recipe.
+
+        Raises `EnvironmentBuildError` (with its step) or `TaskSpecError`."""
+        checkout = task.repo.location if task.repo.kind is RepoKind.DIRECTORY else None
+        spec = env_spec_from_row(raw, checkout)
+        if spec is None:
+            return None
+        if spec not in self._built:
+            try:
+                self._built[spec] = build_env_image(spec)
+            except EnvironmentBuildError as exc:
+                self._built[spec] = exc
+        built = self._built[spec]
+        if isinstance(built, EnvironmentBuildError):
+            raise built
+        return built
+
+
 def check_task(
     row: ImportedRow,
     options: ImportOptions,
     scorer: SandboxScorer | None,
+    raw: Mapping[str, Any] | None = None,
+    images: EnvironmentImages | None = None,
 ) -> ImportedTask:
-    """Parse, prepare and (optionally) audit one row; never raises for a bad row."""
+    """Parse, give an environment, prepare and (optionally) audit one row; never raises for a
+    bad row. ``raw`` is the row as read (its recipe is built when ``images`` is given)."""
     began = time.monotonic()
 
     def verdict(name: str, reason: str, task: TaskSpec | None = None) -> ImportedTask:
@@ -103,7 +145,16 @@ def check_task(
 
     if row.task is None:
         return verdict(row.verdict.value, row.error)
-    task = _absolute(_with_environment(row.task, options.environment))
+    task = _absolute(row.task)
+    if images is not None and raw is not None and task.environment is None:
+        try:
+            built = images.for_row(raw, task)
+        except EnvironmentBuildError as exc:
+            return verdict("environment_build_failed", str(exc))
+        except SandboxError as exc:
+            return verdict(_error_name(exc), f"{type(exc).__name__}: {exc}")
+        task = _with_environment(task, built)
+    task = _with_environment(task, options.environment)
     if options.validate == "none":
         return verdict("admitted", "not validated", task)
     try:
@@ -153,11 +204,15 @@ def import_deck(
     if options.validate not in VALIDATIONS:
         raise DeckFormatError(f"validate must be one of {VALIDATIONS}, got {options.validate!r}")
     parsed = import_rows(Path(rows), RowFormat(options.fmt), repo_dir=options.repo_dir)
+    raw_rows = dict(read_rows(Path(rows))) if options.build_env else {}
+    images = EnvironmentImages() if options.build_env else None
     results: list[ImportedTask] = []
     scorer = SandboxScorer(backend) if backend is not None and options.validate == "audit" else None
     try:
         for row in parsed:
-            result = check_task(row, options, scorer)
+            raw = raw_rows.get(row.index)
+            raw = raw if isinstance(raw, Mapping) else None
+            result = check_task(row, options, scorer, raw, images)
             results.append(result)
             if on_task is not None:
                 on_task(result)
