@@ -9,6 +9,7 @@ import json
 import tarfile
 from pathlib import Path, PurePosixPath
 
+import attrs
 import pytest
 from sandbox_testkit.isodate_env import build_isodate_env, host_pip_available, make_isodate_task
 from sandbox_testkit.toyrepo import git
@@ -126,6 +127,42 @@ def test_env_image_provides_its_dependency(isodate_env: str, backend: Backend) -
     lines = probe.output.split()
     assert lines[:4] == ["/opt/swe-env/bin/python3", "1.16.0", "base-has-no-six", "0"], probe
     assert "__init__.py" in lines  # the repo copy came from the image's /testbed into /work
+
+
+def test_env_image_keeps_the_isolation(isodate_env: str, backend: Backend) -> None:
+    task = TaskSpec(instance_id="env-iso", repo=RepoSource.image(isodate_env))
+    with Sandbox.create(task, backend) as sandbox:
+        assert sandbox.execute_bash("id -u").output.strip() == "1000"
+        assert not sandbox.execute_bash("touch /opt/swe-env/bin/evil").ok  # read-only image
+        assert not sandbox.execute_bash("mkdir /testbed/x").ok  # the masked copy stays empty
+        net = sandbox.execute_bash(
+            "python3 -c \"import socket; socket.create_connection(('1.1.1.1', 53), 3)\""
+        )
+        assert not net.ok  # no network in the environment either
+        assert "/work" not in sandbox.env["PATH"]
+
+
+@pytest.mark.slow  # a docker build plus a whole-rootfs export: 15-40 s on the 2-core VM
+def test_namespace_init_finds_python_on_the_image_path(
+    docker_backend: DockerBackend, namespace_backend: NamespaceBackend, toy_task: TaskSpec
+) -> None:
+    """An image without /usr/bin/python3 (say a conda base) still starts namespace sandboxes:
+    the init runs the first python3 on the image's PATH."""
+    base = docker_backend.base_image()
+    dockerfile = (
+        f"FROM {base}\n"
+        "RUN mkdir -p /opt/py/bin && cp /usr/bin/python3.11 /opt/py/bin/python3"
+        " && rm /usr/bin/python3 /usr/bin/python3.11\n"
+        "ENV PATH=/opt/py/bin:/usr/local/bin:/usr/bin:/bin\n"
+    )
+    tag = docker_build(
+        docker_backend.client, build_context(dockerfile, {}, {}), "swe-sandbox-test:py", "t", {}
+    )
+    task = attrs.evolve(toy_task, instance_id="conda-like", environment=tag)
+    with Sandbox.create(task, namespace_backend) as sandbox:
+        assert sandbox.execute_bash("command -v python3").output.strip() == "/opt/py/bin/python3"
+        sandbox.apply_patch(task.gold_patch)
+        assert sandbox.grade().reward == 1
 
 
 def test_env_image_is_cached_by_content_hash(isodate_env: str) -> None:

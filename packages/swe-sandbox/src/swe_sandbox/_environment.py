@@ -34,8 +34,10 @@ REPO_PATH_LABEL = "swe-sandbox.repo-path"
 #: Variables of the image that are never passed on (they steer the interpreter or the loader).
 _DROPPED_PREFIXES = ("PYTHON", "LD_", "PYTEST_")
 _WRITABLE = (WORKDIR, "/tmp", "/dev/shm", GRADER_DIR, "/proc")
-#: Where the namespace init's command server finds an interpreter in an exported rootfs.
+#: Where the namespace init's command server looks for an interpreter in an exported rootfs
+#: first; then ``python3`` in each directory of the image's ``PATH`` (a conda base, say).
 NS_PYTHON = "/usr/bin/python3"
+_METADATA = ".swe-sandbox-image.json"
 
 
 @attrs.frozen(kw_only=True)
@@ -119,13 +121,31 @@ def masked_paths(info: ImageInfo | None, extra: tuple[str, ...] = ()) -> tuple[s
     return tuple(kept)
 
 
+def _init_python(root: Path, info: ImageInfo) -> str:
+    """The interpreter the namespace init runs in an image: `NS_PYTHON`, else the first
+    ``python3`` on the image's ``PATH``."""
+    dirs = [d for d in safe_path(info.env.get("PATH", "")).split(":") if d]
+    for candidate in (NS_PYTHON, "/usr/local/bin/python3", *(f"{d}/python3" for d in dirs)):
+        if os.path.lexists(root / candidate.lstrip("/")):
+            return candidate
+    raise ImageBuildError(
+        f"image {info.reference} has no python3 in /usr/bin or on its PATH: the namespace "
+        "backend's init needs one (use the Docker backend)"
+    )
+
+
+def init_python(rootfs: Path) -> str:
+    """The init interpreter recorded for an exported rootfs (`NS_PYTHON` for the base)."""
+    try:
+        recorded = json.loads((rootfs / _METADATA).read_text()).get("init_python")
+    except (OSError, ValueError):
+        return NS_PYTHON
+    return str(recorded) if recorded else NS_PYTHON
+
+
 def _finish_exported(root: Path, info: ImageInfo) -> None:
     """Mount points, the agent user and git's safe-directory rule, as the base rootfs has."""
-    if not (root / NS_PYTHON.lstrip("/")).exists():
-        raise ImageBuildError(
-            f"image {info.reference} has no {NS_PYTHON}: the namespace backend's init needs it "
-            "(use the Docker backend, or an image built with `swe-sandbox image build-env`)"
-        )
+    python = _init_python(root, info)
     for mount_point in ("work", "grader", "proc", "dev", "tmp", "sys"):
         target = root / mount_point
         if target.is_symlink() or target.is_file():
@@ -139,8 +159,15 @@ def _finish_exported(root: Path, info: ImageInfo) -> None:
     gitconfig = root / "etc" / "gitconfig"
     if not gitconfig.exists():
         gitconfig.write_text("[safe]\n\tdirectory = *\n")
-    (root / ".swe-sandbox-image.json").write_text(
-        json.dumps({"reference": info.reference, "id": info.image_id, "env": dict(info.env)})
+    (root / _METADATA).write_text(
+        json.dumps(
+            {
+                "reference": info.reference,
+                "id": info.image_id,
+                "env": dict(info.env),
+                "init_python": python,
+            }
+        )
     )
 
 

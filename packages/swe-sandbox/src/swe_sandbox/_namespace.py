@@ -33,7 +33,13 @@ from typing import Any
 
 from swe_sandbox import _cgroups
 from swe_sandbox._backend import BASE_ENV, User
-from swe_sandbox._environment import exported_rootfs, inspect_image, masked_paths, sandbox_env
+from swe_sandbox._environment import (
+    exported_rootfs,
+    init_python,
+    inspect_image,
+    masked_paths,
+    sandbox_env,
+)
 from swe_sandbox._errors import BackendUnavailableError, SandboxClosedError, SandboxError
 from swe_sandbox._limits import Limits
 from swe_sandbox._nsexec import MAX_REQUEST_BYTES, SERVER_SOURCE, control_pair, run_via_init
@@ -69,7 +75,7 @@ def owner_alive(token: str) -> bool:
 _SETUP = r"""
 set -eu
 R="$1"; ROOTFS="$2"; BOX="$3"; TMP_BYTES="$4"; CTL_FD="$5"; AGENT="$6"; BUF="$7"; SERVER="$8"
-FILTER="$9"; KEYCTL="${10}"; INSTALL="${11}"; MASK="${12}"
+FILTER="$9"; KEYCTL="${10}"; INSTALL="${11}"; MASK="${12}"; PY="${13}"
 read -r HOSTPID _ < /proc/self/stat
 mount --bind "$ROOTFS" "$R"
 mount -o remount,bind,ro,nosuid,nodev "$R"
@@ -93,7 +99,7 @@ ip link set lo up
 mount -o remount,bind,ro,nosuid,nodev,noexec "$R/dev" 2>/dev/null || true
 cd "$R"
 # The command server says "ready" only once chrooted and in /work.
-exec chroot . /usr/bin/python3 -I -S -c "$SERVER" "$CTL_FD" "$HOSTPID" "$AGENT" "$BUF" \
+exec chroot . "$PY" -I -S -c "$SERVER" "$CTL_FD" "$HOSTPID" "$AGENT" "$BUF" \
   "$FILTER" "$KEYCTL" "$INSTALL"
 """
 
@@ -309,6 +315,7 @@ class NamespaceBackend:
                     str(KEYCTL_X86_64),
                     INSTALL_SOURCE,
                     " ".join(hidden),
+                    init_python(rootfs),
                 ],
                 stdin=read_end,
                 pass_fds=(init_end.fileno(),),
