@@ -195,7 +195,10 @@ def build_wheelhouse(requirements: tuple[str, ...], python: str) -> Path:
         raise EnvironmentBuildError(
             "wheelhouse", f"pip could not fetch {list(requirements)}: {why}"
         )
-    partial.rename(final) if not final.exists() else shutil.rmtree(partial)
+    if final.exists():  # a concurrent builder finished first: keep its copy
+        shutil.rmtree(partial)
+    else:
+        partial.rename(final)
     return final
 
 
