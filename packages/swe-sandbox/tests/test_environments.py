@@ -210,6 +210,28 @@ def test_instance_layer_on_the_env_image(
         assert sandbox.grade().reward == 1
 
 
+def test_pool_warms_and_reuses_sandboxes_per_environment(
+    isodate_task: TaskSpec, toy_task: TaskSpec, backend: Backend
+) -> None:
+    env = isodate_task.environment_image
+
+    async def run() -> tuple[set[str], str, str, int]:
+        async with SandboxPool(backend, max_concurrency=2, warm=1, warm_image=env) as pool:
+            warm_ids = {s.id for s in pool._idle}
+            async with pool.sandbox(isodate_task) as sandbox:
+                used = sandbox.sync.id
+                await sandbox.apply_patch(isodate_task.gold_patch)
+                reward = (await sandbox.grade()).reward
+            async with pool.sandbox(toy_task) as other:  # another environment: its own sandbox
+                other_image = str(other.sync.image)
+        return warm_ids, used, other_image, reward
+
+    warm_ids, used, other_image, reward = asyncio.run(run())
+    assert used in warm_ids  # the warm sandbox on the task's environment was taken
+    assert reward == 1
+    assert other_image == "None"  # the toy task runs on the base, not on the warm image
+
+
 # ----------------------------------------------------------------- bad input, per task
 def test_missing_environment_image_fails_only_its_task(
     toy_task: TaskSpec, backend: Backend
