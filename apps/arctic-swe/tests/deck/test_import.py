@@ -161,3 +161,13 @@ def test_rollout_and_overfit_run_on_an_imported_deck(
     (record,) = map(json.loads, (run_dir / "metrics.jsonl").read_text().splitlines())
     assert record["step"] == 1
     assert not (tmp_path / "no-deck").exists()  # the pool came from deck.source
+
+
+def test_a_missing_rows_file_is_one_line_and_creates_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["deck", "import", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "d")])
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {tmp_path / 'nope.jsonl'}: no such file"]
+    assert not (tmp_path / "d").exists()
