@@ -196,3 +196,37 @@ def test_swerebench_install_config_is_an_environment_recipe(checkouts: tuple[Pat
             ),
             checkout,
         )
+
+
+def test_the_cli_grades_a_swebench_row_from_a_checkout(
+    tmp_path: Path, namespace_backend: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from swe_sandbox._cli import main
+
+    repo = tmp_path / "repos" / "octo" / "calc"
+    repo.mkdir(parents=True)
+    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "base")
+    row = _row(
+        repo="octo/calc",
+        instance_id="octo__calc-1",
+        base_commit=_git(repo, "rev-parse", "HEAD"),
+        patch="--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n"
+        "-    return a - b\n+    return a + b\n",
+        test_patch="--- /dev/null\n+++ b/tests/test_calc.py\n@@ -0,0 +1,4 @@\n"
+        "+from calc import add\n+\n+def test_add():\n+    assert add(2, 3) == 5\n",
+        FAIL_TO_PASS=json.dumps(["tests/test_calc.py::test_add"]),
+        PASS_TO_PASS="[]",
+    )
+    path = tmp_path / "row.json"
+    path.write_text(json.dumps(row))
+    argv = ["grade", str(path), "--format", "swebench", "--repo-dir", str(tmp_path / "repos")]
+    rewards = []
+    for patch in ("gold", "none"):
+        assert main([*argv, "--patch", patch]) == 0
+        rewards.append(json.loads(capsys.readouterr().out)["reward"])
+    assert rewards == [1, 0]
+    assert main([*argv[:-1], str(tmp_path / "elsewhere")]) == 1
+    assert json.loads(capsys.readouterr().out)["error"] == "RepoNotFoundError"
