@@ -11,7 +11,12 @@ from pathlib import Path, PurePosixPath
 
 import attrs
 import pytest
-from sandbox_testkit.isodate_env import build_isodate_env, host_pip_available, make_isodate_task
+from sandbox_testkit.isodate_env import (
+    build_isodate_env,
+    env_spec,
+    host_pip_available,
+    make_isodate_task,
+)
 from sandbox_testkit.toyrepo import git
 
 from swe_sandbox import (
@@ -169,6 +174,28 @@ def test_env_image_is_cached_by_content_hash(isodate_env: str) -> None:
     info = inspect_image(DockerBackend().client, isodate_env)
     assert build_isodate_env() == isodate_env
     assert inspect_image(DockerBackend().client, isodate_env).image_id == info.image_id
+
+
+def test_cli_build_env_prints_the_cached_tag(
+    isodate_env: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = env_spec()
+    path = tmp_path / "env.json"
+    path.write_text(
+        json.dumps(
+            {
+                "name": spec.name,
+                "requirements": list(spec.requirements),
+                "repo": spec.repo,
+                "strip_components": spec.strip_components,
+            }
+        )
+    )
+    assert main(["image", "build-env", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out.strip().splitlines()[-1])["image"] == isodate_env
+    assert "step repo" in captured.err  # progress goes to stderr, the JSON alone to stdout
+    assert "step env-image" not in captured.err  # a content-hash hit builds nothing
 
 
 def test_namespace_rootfs_is_exported_once_per_image(
