@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from arctic_swe._argtypes import positive_int
 from arctic_swe.cli._execute import CommandError, user_errors
 from arctic_swe.cli._output import console
+from arctic_swe.cli._registry import Subparsers
 
 if TYPE_CHECKING:
     from swe_sandbox import Backend
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 FORMATS = ("auto", "native", "swebench", "swerebench", "r2egym")
 
 
-def add_import_parser(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_import_parser(actions: Subparsers) -> None:
     """Register ``deck import`` under ``deck``."""
     imp = actions.add_parser(
         "import",
