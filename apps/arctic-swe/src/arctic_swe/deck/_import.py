@@ -1,13 +1,15 @@
-"""Decks of real tasks: dataset rows (SWE-bench, SWE-rebench, R2E-Gym or swe-curate's native
-rows) imported, checked one by one and written as a deck the loop trains on.
+"""Decks of real tasks (Arctic-SWE §4, data curation; §5, per-task environments): dataset rows
+(SWE-bench, SWE-rebench, R2E-Gym or swe-curate's native rows) imported, checked one by one and
+written as a deck the loop trains on.
 
-Each row is parsed (swe-curate's importers, so curation and training read rows alike), given
-its environment image (the one the row names; with ``build_env``, one built from the row's own
-recipe, SWE-rebench's ``install_config``, once per distinct recipe; else ``environment``, an
-image built with ``swe-sandbox image build-env``), prepared on the host (the base commit must exist in the repository and
-the test patch must apply) and, with ``validate="audit"``, run through Pipeline 1 on the chosen
-backend, inside that environment. A row that fails any step becomes a rejected entry with its
-reason; the other rows are unaffected. On disk::
+Each row is parsed (swe-curate's importers, so curation and training read rows alike) and given
+its environment image: the one the row names; with ``build_env``, one built from the row's own
+recipe (SWE-rebench's ``install_config``), once per distinct recipe; else ``environment``, an
+image built with ``swe-sandbox image build-env``. It is then prepared on the host (the base
+commit must exist in the repository, the test patch must apply) and, with
+``validate="audit"``, run through Pipeline 1 on the chosen backend inside that environment. A
+row that fails any step becomes a rejected entry with its reason; the other rows are
+unaffected. On disk::
 
     DIR/deck.json      manifest (format 1, kind "imported"): the admitted tasks, split "pool"
     DIR/tasks.jsonl    the admitted tasks as native rows (``deck.source`` and swe-curate read it)
