@@ -31,6 +31,7 @@ from swe_sandbox import (
     Sandbox,
     SandboxPool,
     TaskSpec,
+    TestOutcome,
     build_env_image,
     build_task_image,
 )
@@ -320,3 +321,98 @@ def test_bad_spec_and_base_commit_name_their_step(
     with pytest.raises(EnvironmentBuildError) as missing:
         build_env_image(EnvSpec(name="x", repo=str(repo), base_commit="deadbeef" * 5))
     assert missing.value.step == "repo"
+
+
+# ----------------------------------------------------------------- SWE-bench-style images
+_EDITABLE_TESTS = (
+    "import calc\n\n\ndef test_add():\n    assert calc.add(2, 3) == 5\n\n\n"
+    "def test_imports_the_agent_tree():\n    assert calc.__file__.startswith('/work/')\n"
+)
+#: A startup hook an agent would drop into the environment's site-packages: it "fixes" calc
+#: in every interpreter that starts, without touching the repository.
+_HOOK = "import calc; calc.add = lambda a, b: a + b"
+
+
+@pytest.fixture(scope="session")
+def editable_image(docker_backend: DockerBackend, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A SWE-bench-style instance image: the repo at /testbed installed in editable mode into
+    a venv (``setup.py develop``: an egg-link and an ``easy-install.pth`` naming /testbed)."""
+    tree = tmp_path_factory.mktemp("editable") / "tb"
+    (tree / "calc").mkdir(parents=True)
+    (tree / "tests").mkdir()
+    (tree / "setup.py").write_text(
+        'from setuptools import setup\nsetup(name="calc", version="0.1", packages=["calc"])\n'
+    )
+    (tree / "calc" / "__init__.py").write_text("def add(a, b):\n    return a - b\n")
+    (tree / "tests" / "test_calc.py").write_text(_EDITABLE_TESTS)
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for entry in sorted(tree.iterdir()):
+            archive.add(entry, arcname=entry.name)
+    dockerfile = (
+        f"FROM {docker_backend.base_image()}\n"
+        "COPY tb/ /testbed/\n"
+        "RUN python3 -m venv --without-pip --system-site-packages /opt/venv && cd /testbed"
+        " && /opt/venv/bin/python setup.py -q develop --no-deps"
+        " && grep -qx /testbed /opt/venv/lib/python3.11/site-packages/easy-install.pth\n"
+        "ENV PATH=/opt/venv/bin:/usr/local/bin:/usr/bin:/bin\n"
+    )
+    context = build_context(dockerfile, {}, {"tb": buffer.getvalue()})
+    return docker_build(docker_backend.client, context, "swe-sandbox-test:editable", "t", {})
+
+
+def _editable_task(image: str) -> TaskSpec:
+    return TaskSpec(
+        instance_id="editable-calc",
+        repo=RepoSource.image(image),  # the repo at /testbed; the image is the environment
+        graded_files=("tests/test_calc.py",),
+        fail_to_pass=("tests/test_calc.py::test_add",),
+        pass_to_pass=("tests/test_calc.py::test_imports_the_agent_tree",),
+        gold_patch=(
+            "--- a/calc/__init__.py\n+++ b/calc/__init__.py\n@@ -1,2 +1,2 @@\n"
+            " def add(a, b):\n-    return a - b\n+    return a + b\n"
+        ),
+        test_command="python3 -m pytest -p no:cacheprovider tests",
+    )
+
+
+def test_editable_install_at_testbed_grades_the_agent_tree(
+    editable_image: str, backend: Backend
+) -> None:
+    """/testbed is masked, its egg-link / .pth point at an empty directory, and the tests import
+    the agent's tree from /work (P2P asserts it): empty 0, gold 1."""
+    task = _editable_task(editable_image)
+    with Sandbox.create(task, backend) as sandbox:
+        empty = sandbox.grade()
+        assert empty.reward == 0
+        assert empty.tests["tests/test_calc.py::test_imports_the_agent_tree"] is TestOutcome.PASSED
+        sandbox.apply_patch(task.gold_patch)
+        gold = sandbox.grade()
+    assert gold.reward == 1, gold.reasons
+
+
+def test_startup_hook_in_the_environment_venv_is_blocked(
+    editable_image: str, backend: Backend, docker_backend: DockerBackend
+) -> None:
+    """Red team, the image environment's own surface: a ``.pth`` hook written into the venv.
+
+    Against a naive harness (the image run writable, tests in place, as a plain ``docker run``
+    does) the hook alone makes the failing test pass; in the sandbox the image is read-only, so
+    the write fails, and the grade runs in a fresh sandbox anyway: reward 0."""
+    site = "/opt/venv/lib/python3.11/site-packages"
+    write_hook = f"echo {_HOOK!r} > {site}/zz_fix.pth"
+    naive = docker_backend.client.containers.run(
+        editable_image,
+        ["bash", "-c", f"{write_hook} && cd /testbed && python3 -m pytest -q -p no:cacheprovider"
+         " tests/test_calc.py::test_add"],
+        network_mode="none",
+        remove=True,
+    )  # fmt: skip
+    assert b"1 passed" in naive  # the hack works when the environment is writable
+    task = _editable_task(editable_image)
+    with Sandbox.create(task, backend) as sandbox:
+        assert not sandbox.execute_bash(write_hook).ok  # read-only environment
+        assert not sandbox.run(write_hook, user="root").ok  # not even for harness root
+        result = sandbox.submit()
+    assert result.reward == 0
+    assert result.tests["tests/test_calc.py::test_add"] is TestOutcome.FAILED
