@@ -18,6 +18,7 @@ from sandbox_testkit.isodate_env import (
     host_pip_available,
     make_isodate_task,
 )
+from sandbox_testkit.naive import naive_reward
 from sandbox_testkit.toyrepo import git
 
 from swe_sandbox import (
@@ -416,3 +417,22 @@ def test_startup_hook_in_the_environment_venv_is_blocked(
         result = sandbox.submit()
     assert result.reward == 0
     assert result.tests["tests/test_calc.py::test_add"] is TestOutcome.FAILED
+
+
+def test_tree_hooks_that_the_env_python_would_load_are_dropped(
+    editable_image: str, backend: Backend
+) -> None:
+    """Red team in the image environment: a ``conftest.py`` (and a ``sitecustomize.py`` and a
+    ``.pth``) added to the tree. The naive in-place run on the environment's interpreter
+    loads the conftest and is fooled; the package drops all three and scores 0."""
+    task = _editable_task(editable_image)
+    with Sandbox.create(task, backend) as sandbox:
+        sandbox.write_file("conftest.py", f"{_HOOK}\n".encode())
+        sandbox.write_file("sitecustomize.py", f"{_HOOK}\n".encode())
+        sandbox.write_file("calc_fix.pth", f"{_HOOK}\n".encode())
+        naive, _ = naive_reward(sandbox, task)
+        assert naive == 1  # the attack beats an in-place grade in the same environment
+        result = sandbox.submit()
+    assert result.reward == 0
+    dropped = {entry.split(":", 1)[0] for entry in result.dropped}
+    assert {"conftest.py", "sitecustomize.py", "calc_fix.pth"} <= dropped
