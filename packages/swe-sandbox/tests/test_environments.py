@@ -230,6 +230,7 @@ def test_real_project_graded_in_its_environment(isodate_task: TaskSpec, backend:
     assert gold.reward == 1, gold.reasons
 
 
+@pytest.mark.slow  # a docker build of the instance layer: 15-50 s on the loaded 2-core VM
 def test_instance_layer_on_the_env_image(
     isodate_task: TaskSpec, docker_backend: DockerBackend
 ) -> None:
