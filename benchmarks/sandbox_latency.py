@@ -14,6 +14,11 @@ Prints one JSON object as the last stdout line.
 
     python benchmarks/sandbox_latency.py                 # full: both backends, 32 concurrent
     python benchmarks/sandbox_latency.py --smoke         # seconds: namespace, tiny sizes
+
+Image-backed part (``image_backed``): the same per-backend figures for a task whose
+environment is an image built by `build_env_image` (the base's Python plus `six`, which its
+test imports), and `--concurrent` such sandboxes created at once (create+prepare and one
+command each: median, p95, failures).
 """
 
 from __future__ import annotations
@@ -35,11 +40,14 @@ from typing import Any
 from swe_sandbox import (
     Backend,
     DockerBackend,
+    EnvSpec,
     NamespaceBackend,
     RepoSource,
     Sandbox,
+    SandboxError,
     SandboxPool,
     TaskSpec,
+    build_env_image,
 )
 from swe_sandbox._docker_backend import DockerSession
 from swe_sandbox._grader import PLUGIN_MODULE, PLUGIN_SOURCE, parse_report
@@ -48,20 +56,27 @@ from swe_sandbox._prepare import prepare_repo
 from swe_sandbox._results import reward_contract
 
 
-def make_task(root: Path) -> TaskSpec:
-    """A small plain-tree task: one bug, one graded test file, its fix as the gold patch."""
+def make_task(root: Path, environment: str | None = None) -> TaskSpec:
+    """A small plain-tree task: one bug, one graded test file, its fix as the gold patch.
+
+    With an `environment` the test also imports `six`, which only the environment has.
+    """
     (root / "pkg").mkdir(parents=True)
     (root / "pkg" / "__init__.py").write_text("def inc(x):\n    return x + 2\n")
+    header = (
+        "import six  # noqa: F401  (only the environment image has it)\n" if environment else ""
+    )
     (root / "test_pkg.py").write_text(
-        "from pkg import inc\n\n\ndef test_inc():\n    assert inc(1) == 2\n"
+        header + "from pkg import inc\n\n\ndef test_inc():\n    assert inc(1) == 2\n"
     )
     gold = (
         "--- a/pkg/__init__.py\n+++ b/pkg/__init__.py\n@@ -1,2 +1,2 @@\n"
         " def inc(x):\n-    return x + 2\n+    return x + 1\n"
     )
     return TaskSpec(
-        instance_id="bench-inc",
+        instance_id="bench-inc-env" if environment else "bench-inc",
         repo=RepoSource.directory(root),
+        environment=environment,
         graded_files=("test_pkg.py",),
         fail_to_pass=("test_pkg.py::test_inc",),
         gold_patch=gold,
@@ -230,6 +245,92 @@ def bench_backend(backend: Backend, task: TaskSpec, size: dict[str, int]) -> dic
     }
 
 
+#: The environment image of the image-backed part: the base's Python plus `six` (a wheel from
+#: the host's pip download); built once per machine, then a content-hash cache hit.
+BENCH_ENV = EnvSpec(name="bench-env", requirements=("six==1.16.0",))
+
+
+def bench_env_image(build: bool) -> str | None:
+    """The benchmark's environment image tag; ``None`` when it is not built and `build` is off."""
+    client = DockerBackend().client
+    tag = build_env_image(BENCH_ENV, client=client) if build else None
+    if tag is None:
+        found = client.images.list(filters={"label": "swe-sandbox.env=bench-env"})
+        tag = found[0].tags[0] if found and found[0].tags else None
+    return tag
+
+
+def concurrent_image_backed(backend: Backend, task: TaskSpec, sandboxes: int) -> dict[str, Any]:
+    """`sandboxes` image-backed sandboxes created at once, each running one command: latency of
+    create+prepare and of the command (median, p95) and how many failed."""
+
+    async def main() -> tuple[list[float], list[float], int, float]:
+        creates: list[float] = []
+        execs: list[float] = []
+        failures = 0
+        async with SandboxPool(backend, max_concurrency=sandboxes) as pool:
+
+            async def one() -> None:
+                nonlocal failures
+                began = time.perf_counter()
+                try:
+                    handle = await pool.acquire(task)
+                except Exception:
+                    failures += 1
+                    return
+                creates.append(time.perf_counter() - began)
+                try:
+                    began = time.perf_counter()
+                    done = await handle.execute_bash("python3 -c 'import six'")
+                    execs.append(time.perf_counter() - began)
+                    failures += 0 if done.ok else 1
+                finally:
+                    await pool.release(handle)
+
+            began = time.perf_counter()
+            await asyncio.gather(*(one() for _ in range(sandboxes)))
+            wall = time.perf_counter() - began
+        return creates, execs, failures, wall
+
+    creates, execs, failures, wall = asyncio.run(main())
+    return {
+        "sandboxes": sandboxes,
+        "create_prepare": stats(creates) if creates else None,
+        "exec_import_six": stats(execs) if execs else None,
+        "failures": failures,
+        "wall_s": wall,
+    }
+
+
+def bench_image_backed(backend: Backend, task: TaskSpec, size: dict[str, int]) -> dict[str, Any]:
+    """Create+prepare, exec round trip (against the raw floor) and grade of a task whose
+    environment is an image, then the concurrent run."""
+    Sandbox.create(task, backend).close()  # warm: the namespace backend exports the rootfs once
+    create = timed(lambda: Sandbox.create(task, backend).close(), size["creates"])
+    with Sandbox.create(task, backend) as sandbox:
+        sandbox.execute_bash("true")
+        ours, floor = interleaved(
+            lambda: sandbox.execute_bash("true"), raw_exec(sandbox), size["execs"]
+        )
+        sandbox.apply_patch(task.gold_patch)
+
+        def grade() -> None:
+            result = sandbox.grade()
+            assert result.reward == 1, result.reasons
+
+        grade()
+        grades = timed(grade, size["grades"])
+    exec_stats, floor_stats = stats(ours), stats(floor)
+    return {
+        "create_prepare": stats(create),
+        "exec_true": exec_stats,
+        "raw_exec_true": floor_stats,
+        "exec_ratio_vs_raw_median": exec_stats["median_ms"] / floor_stats["median_ms"],
+        "grade": stats(grades),
+        "concurrent": concurrent_image_backed(backend, task, size["image_concurrent"]),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -242,11 +343,19 @@ def main() -> None:
     )
     parser.add_argument("--concurrent", type=int, default=32, help="concurrent sandboxes")
     parser.add_argument(
+        "--image-backed",
+        choices=["auto", "yes", "no"],
+        default="auto",
+        help="also measure tasks on an environment image (built with build_env_image: one "
+        "docker build on a fresh machine). auto: yes, except with --smoke where it runs only "
+        "if the image is already built",
+    )
+    parser.add_argument(
         "--grades", type=int, default=20, help="grades of each kind (fresh, in place), interleaved"
     )
     args = parser.parse_args()
     size = (
-        {"creates": 2, "execs": 10, "grades": 2, "concurrent": 2, "calls": 3}
+        {"creates": 2, "execs": 10, "grades": 2, "concurrent": 2, "calls": 3, "image_concurrent": 2}
         if args.smoke
         else {
             "creates": 10,
@@ -254,8 +363,10 @@ def main() -> None:
             "grades": args.grades,
             "concurrent": args.concurrent,
             "calls": 20,
+            "image_concurrent": args.concurrent,
         }
     )
+    loadavg_before = os.getloadavg()
     names = (args.backends or ("namespace" if args.smoke else "namespace,docker")).split(",")
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -266,6 +377,21 @@ def main() -> None:
                 continue
             backend: Backend = NamespaceBackend() if name == "namespace" else DockerBackend()
             results[name] = bench_backend(backend, task, size)
+        image_results: dict[str, Any] = {}
+        if args.image_backed != "no":
+            try:
+                tag = bench_env_image(build=args.image_backed == "yes" or not args.smoke)
+            except SandboxError as exc:  # no engine here: say so, measure the rest
+                tag, image_results["skipped"] = None, f"{type(exc).__name__}: {exc}"
+            if tag is None:
+                image_results.setdefault("skipped", "environment image not built")
+            else:
+                env_task = make_task(Path(tmp) / "env-repo", environment=tag)
+                for name in names:
+                    if name == "namespace" and os.geteuid() != 0:
+                        continue
+                    backend = NamespaceBackend() if name == "namespace" else DockerBackend()
+                    image_results[name] = bench_image_backed(backend, env_task, size)
     print(
         json.dumps(
             {
@@ -274,6 +400,9 @@ def main() -> None:
                 "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
                 "sizes": size,
                 "results": results,
+                "image_backed": image_results,
+                "loadavg_before": loadavg_before,
+                "loadavg_after": os.getloadavg(),
             }
         )
     )

@@ -125,3 +125,37 @@ def make_task(root: Path, kind: str) -> TaskSpec:
         fail_to_pass=F2P[kind],
         pass_to_pass=(*P2P, *extra),
     )
+
+
+def make_swebench_checkout(root: Path, kind: str = "good") -> tuple[Path, dict[str, object]]:
+    """A folder of checkouts holding ``geomlab__geom`` (a git repository whose HEAD is the
+    buggy tree) and the SWE-bench row of the task, with the published field names and the
+    lists as JSON strings, as SWE-bench publishes them."""
+    import json
+    import subprocess
+
+    task = make_task(root, kind)
+    checkout = root / "checkouts" / "geomlab__geom"
+    checkout.parent.mkdir(parents=True, exist_ok=True)
+    Path(task.repo.location).rename(checkout)
+    ident = ["-c", "user.name=geom", "-c", "user.email=geom@example.org"]
+    for args in (["init", "-q"], ["add", "-A"], [*ident, "commit", "-q", "-m", "base"]):
+        subprocess.run(["git", *args], cwd=checkout, check=True, capture_output=True)
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=checkout, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    row: dict[str, object] = {
+        "repo": "geomlab/geom",
+        "instance_id": f"geomlab__geom-{kind}",
+        "base_commit": head,
+        "patch": task.gold_patch,
+        "test_patch": task.test_patch,
+        "problem_statement": task.problem_statement,
+        "hints_text": "",
+        "created_at": "2024-01-01T00:00:00Z",
+        "version": "0.1",
+        "environment_setup_commit": head,
+        "FAIL_TO_PASS": json.dumps(list(task.fail_to_pass)),
+        "PASS_TO_PASS": json.dumps(list(task.pass_to_pass)),
+    }
+    return checkout.parent, row

@@ -170,3 +170,23 @@ def test_bad_inputs_end_in_one_error_line_without_traceback(
         assert err.startswith("swe-curate"), (argv, err)
         assert text in err, (argv, err)
         assert "Traceback" not in out + err
+
+
+def test_swebench_rows_on_local_checkouts_each_get_their_own_verdict(
+    tmp_path: Path, namespace_backend: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from curate_tasks import make_swebench_checkout
+
+    checkouts, row = make_swebench_checkout(tmp_path)
+    no_commit = {**row, "instance_id": "geomlab__geom-gone", "base_commit": "ab" * 20}
+    no_repo = {**row, "instance_id": "geomlab__other-1", "repo": "geomlab/other"}
+    tasks, records = tmp_path / "swebench.jsonl", tmp_path / "records.jsonl"
+    tasks.write_text("".join(json.dumps(r) + "\n" for r in (no_commit, row, no_repo)))
+    argv = ["audit", str(tasks), "--records", str(records), "--reruns", "1", "--no-binding"]
+    assert main([*argv, "--format", "swebench", "--repo-dir", str(checkouts)]) == 0
+    audit = RecordStore(records).latest("audit")
+    assert audit["geomlab__geom-good"].verdict is Verdict.ADMITTED
+    assert audit["geomlab__geom-gone"].verdict is Verdict.MALFORMED_ROW
+    assert "base commit abab" in audit["geomlab__geom-gone"].reason
+    assert audit["geomlab__other-1"].verdict is Verdict.MISSING_REPO
+    assert "no git checkout of 'geomlab/other'" in audit["geomlab__other-1"].reason

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import attrs
 import pytest
 
 from swe_curate._importers import (
@@ -69,6 +70,8 @@ def test_native_rows_round_trip(tmp_path: Path) -> None:
     row = json.loads(json.dumps(task_to_row(task)))
     assert detect_format(row) is RowFormat.NATIVE
     assert task_from_native_row(row) == task
+    in_env = attrs.evolve(task, environment="swe-sandbox-env:geom-0123abcd")
+    assert task_from_native_row(json.loads(json.dumps(task_to_row(in_env)))) == in_env
 
 
 @pytest.mark.parametrize(

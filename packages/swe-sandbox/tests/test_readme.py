@@ -11,7 +11,15 @@ from pathlib import Path
 import pytest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-PYTHON = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTALL)
+#: The runnable python blocks (an ``<!-- illustration -->`` / ``<!-- slow -->`` line above a
+#: fence marks one that cannot run in the ordinary suite).
+PYTHON = [
+    code
+    for marker, code in re.findall(
+        r"(<!-- \w+ -->\n)?```python\n(.*?)```", README.read_text(), flags=re.DOTALL
+    )
+    if not marker
+]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the example uses the namespace backend (root)")

@@ -33,6 +33,7 @@ from swe_curate._importers import (
     RowFormat,
     import_rows,
     parse_row,
+    read_rows,
     task_from_native_row,
     task_to_row,
 )
@@ -117,6 +118,7 @@ __all__ = [
     "named_functions",
     "parse_patch",
     "parse_row",
+    "read_rows",
     "rename_private_helpers",
     "render_patch",
     "run_pipeline",

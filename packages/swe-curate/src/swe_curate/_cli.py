@@ -117,6 +117,10 @@ def _run_stage(
     return records
 
 
+def _rows(args: argparse.Namespace) -> Iterable[ImportedRow]:
+    return import_rows(args.tasks, RowFormat(args.format), repo_dir=args.repo_dir)
+
+
 def _judge_from(args: argparse.Namespace) -> Judge:
     if args.judge == "llm":
         config = ChatConfig.from_env(timeout_s=args.judge_timeout, max_retries=args.judge_retries)
@@ -132,7 +136,7 @@ def cmd_audit(args: argparse.Namespace, console: Console) -> int:
             console,
             store,
             "audit",
-            import_rows(args.tasks, RowFormat(args.format)),
+            _rows(args),
             lambda t: audit_task(t, scorer, config),
         )
     return 0
@@ -151,7 +155,7 @@ def cmd_judge(args: argparse.Namespace, console: Console) -> int:
         audit = audits.get(instance_id)
         return audit is None or audit.verdict is Verdict.ADMITTED
 
-    rows = import_rows(args.tasks, RowFormat(args.format))
+    rows = _rows(args)
     with _scorer(args) as scorer:
         _run_stage(console, store, "judge", rows, work, wanted)
     return 0
@@ -177,9 +181,7 @@ def cmd_strengthen(args: argparse.Namespace, console: Console) -> int:
         return record
 
     with _scorer(args) as scorer:
-        _run_stage(
-            console, store, "strengthen", import_rows(args.tasks, RowFormat(args.format)), work
-        )
+        _run_stage(console, store, "strengthen", _rows(args), work)
     return 0
 
 
@@ -192,7 +194,10 @@ def cmd_inject(args: argparse.Namespace, console: Console) -> int:
         name = name or re.sub(r"(\.tar)?\.(gz|tgz|bz2|xz|tar)$", "", source.name)
         source = unpack_source(source, trees / "_source")
     config = InjectConfig(
-        max_candidates=args.max_candidates, max_tasks=args.max_tasks, seed=args.seed
+        max_candidates=args.max_candidates,
+        max_tasks=args.max_tasks,
+        seed=args.seed,
+        environment=args.environment,
     )
     with _scorer(args) as scorer, _progress(console) as progress:
         bar = progress.add_task("inject", total=config.max_candidates, last="")
@@ -207,7 +212,7 @@ def cmd_inject(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
-    rows = list(import_rows(args.tasks, RowFormat(args.format)))
+    rows = list(_rows(args))
     unknown = sorted(set(args.force or ()) - {row.instance_id for row in rows})
     if unknown:
         raise CurateError(f"--force: no row of {args.tasks} has the id(s) {unknown}")
@@ -303,6 +308,14 @@ def build_parser() -> argparse.ArgumentParser:
                 choices=[f.value for f in RowFormat],
                 help="row schema (default: guessed per row)",
             )
+            p.add_argument(
+                "--repo-dir",
+                default=None,
+                metavar="DIR",
+                help="take dataset rows' repositories from local git checkouts: DIR is one\n"
+                "checkout, or a folder of them named owner__name, owner/name or name\n"
+                "(default: the image each row names)",
+            )
         p.add_argument(
             "--backend",
             default="namespace",
@@ -395,6 +408,13 @@ def build_parser() -> argparse.ArgumentParser:
     inj.add_argument("--max-candidates", type=_positive(int), default=30, help="mutants graded")
     inj.add_argument("--max-tasks", type=_positive(int), default=10, help="injected tasks kept")
     inj.add_argument("--seed", type=int, default=0, help="sampling seed (default: 0)")
+    inj.add_argument(
+        "--environment",
+        metavar="IMAGE",
+        default=None,
+        help="Docker image the tests run in (e.g. from `swe-sandbox image build-env`);\n"
+        "every injected task carries it (default: the swe-sandbox base)",
+    )
     inj.set_defaults(func=cmd_inject)
 
     summary = sub.add_parser("summary", help="verdict table of a record file")

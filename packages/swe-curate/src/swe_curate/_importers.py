@@ -21,6 +21,7 @@ from swe_curate._errors import CurateError, MalformedRowError
 from swe_curate._verdicts import Verdict
 from swe_sandbox import (
     RepoKind,
+    RepoNotFoundError,
     RepoSource,
     SandboxError,
     TaskSpec,
@@ -84,6 +85,7 @@ def task_to_row(task: TaskSpec) -> dict[str, Any]:
         "test_command": task.test_command,
         "runner_files": dict(task.runner_files),
         "setup_commands": list(task.setup_commands),
+        "environment": task.environment,
     }
 
 
@@ -99,6 +101,8 @@ def task_from_native_row(row: Mapping[str, Any]) -> TaskSpec:
     extra: dict[str, Any] = {}
     if row.get("test_command"):
         extra["test_command"] = str(row["test_command"])
+    if row.get("environment"):
+        extra["environment"] = str(row["environment"])
     return TaskSpec(
         instance_id=str(row["instance_id"]),
         repo=source,
@@ -113,14 +117,6 @@ def task_from_native_row(row: Mapping[str, Any]) -> TaskSpec:
         setup_commands=tuple(row.get("setup_commands") or ()),
         **extra,
     )
-
-
-_LOADERS: dict[RowFormat, Callable[[Mapping[str, Any]], TaskSpec]] = {
-    RowFormat.NATIVE: task_from_native_row,
-    RowFormat.SWEBENCH: task_from_swebench_row,
-    RowFormat.SWEREBENCH: task_from_swerebench_row,
-    RowFormat.R2EGYM: task_from_r2egym_row,
-}
 
 
 def read_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | MalformedRowError]]:
@@ -175,17 +171,20 @@ def import_rows(
     fmt: RowFormat = RowFormat.AUTO,
     *,
     repo_for: Callable[[Mapping[str, Any]], RepoSource | None] | None = None,
+    repo_dir: str | Path | None = None,
 ) -> Iterator[ImportedRow]:
     """Parse every row of ``path`` into a task (or a recorded error).
 
-    ``repo_for`` may map a row to a local repository source (e.g. an image built here, or a
-    checkout) instead of the default registry image the public datasets name.
+    ``repo_for`` may map a row to a local repository source (e.g. an image built here) instead
+    of the default registry image the public datasets name; ``repo_dir`` takes dataset rows'
+    repositories from local checkouts (:func:`swe_sandbox.find_checkout`). A row whose checkout
+    is missing is recorded as ``missing_repo``; the other rows are unaffected.
     """
     for index, row in read_rows(path):
         if isinstance(row, MalformedRowError):
             yield ImportedRow(index, f"row-{index}", None, str(row))
             continue
-        yield parse_row(index, row, fmt, repo_for)
+        yield parse_row(index, row, fmt, repo_for, repo_dir=repo_dir)
 
 
 def parse_row(
@@ -193,31 +192,32 @@ def parse_row(
     row: Mapping[str, Any],
     fmt: RowFormat = RowFormat.AUTO,
     repo_for: Callable[[Mapping[str, Any]], RepoSource | None] | None = None,
+    *,
+    repo_dir: str | Path | None = None,
 ) -> ImportedRow:
     """One row to one :class:`ImportedRow` (never raises on bad input)."""
     name = str(row.get("instance_id") or row.get("repo_name") or f"row-{index}")
     chosen = detect_format(row) if fmt is RowFormat.AUTO else fmt
     try:
         repo = repo_for(row) if repo_for is not None else None
-        loader = _LOADERS[chosen]
-        if repo is not None and chosen is not RowFormat.NATIVE:
-            task = _with_repo(chosen, row, repo)
+        if chosen is RowFormat.NATIVE:
+            task = task_from_native_row(row)
         else:
-            task = loader(row)
+            task = _DATASET_LOADERS[chosen](row, repo=repo, repo_dir=repo_dir)
     except (SandboxError, KeyError, TypeError, ValueError) as exc:
-        verdict = (
-            Verdict.MISSING_TEST_COMMAND
-            if isinstance(exc, TaskSpecError) and "test_command" in str(exc)
-            else Verdict.MALFORMED_ROW
-        )
+        if isinstance(exc, RepoNotFoundError):
+            verdict = Verdict.MISSING_REPO
+        elif isinstance(exc, TaskSpecError) and "test_command" in str(exc):
+            verdict = Verdict.MISSING_TEST_COMMAND
+        else:
+            verdict = Verdict.MALFORMED_ROW
         why = f"{chosen.value} row: {type(exc).__name__}: {exc}"
         return ImportedRow(index, name, None, why, verdict)
     return ImportedRow(index, task.instance_id, task)
 
 
-def _with_repo(fmt: RowFormat, row: Mapping[str, Any], repo: RepoSource) -> TaskSpec:
-    if fmt is RowFormat.SWEBENCH:
-        return task_from_swebench_row(row, repo=repo)
-    if fmt is RowFormat.SWEREBENCH:
-        return task_from_swerebench_row(row, repo=repo)
-    return task_from_r2egym_row(row, repo=repo)
+_DATASET_LOADERS: dict[RowFormat, Callable[..., TaskSpec]] = {
+    RowFormat.SWEBENCH: task_from_swebench_row,
+    RowFormat.SWEREBENCH: task_from_swerebench_row,
+    RowFormat.R2EGYM: task_from_r2egym_row,
+}

@@ -60,6 +60,9 @@ class InjectConfig:
     collect_timeout_s: float = 600.0
     describe_failures: bool = True
     """Quote the failing assertions in the issue (two extra probe runs per kept mutant)."""
+    environment: str | None = None
+    """Docker image the repository's tests run in (its interpreter and installed
+    dependencies, e.g. from ``swe-sandbox image build-env``); every kept task carries it."""
 
 
 @attrs.frozen
@@ -209,6 +212,7 @@ def inject(
         instance_id=f"{name}-base",
         repo=RepoSource.directory(repo),
         test_command=config.test_command,
+        environment=config.environment,
     )
     collected = collect_tests(scorer, base, config.collect_timeout_s)
     if not collected:
@@ -282,6 +286,7 @@ def _try_mutant(
         fail_to_pass=tuple(failing),
         pass_to_pass=tuple(t for t in graded.pass_to_pass if t not in failing),
         test_command=graded.test_command,
+        environment=graded.environment,
     )
     if describe:
         try:

@@ -7,12 +7,15 @@ Task isolation for Arctic-SWE §5 (sandbox isolation, evaluation-hacking prevent
 from swe_sandbox._backend import GRADER_DIR, WORKDIR, Backend, BackendSession
 from swe_sandbox._docker_backend import DockerBackend
 from swe_sandbox._docker_image import build_task_image, ensure_base_image, task_image_tag
+from swe_sandbox._env_image import EnvSpec, build_env_image, env_spec_from_json
 from swe_sandbox._errors import (
     BackendUnavailableError,
     BaseCommitNotFoundError,
+    EnvironmentBuildError,
     EpisodeEndedError,
     GradingError,
     ImageBuildError,
+    ImageNotFoundError,
     PatchApplyError,
     PathEscapeError,
     RepoNotFoundError,
@@ -29,16 +32,16 @@ from swe_sandbox._pool import AsyncSandbox, LatencyStats, SandboxPool
 from swe_sandbox._prepare import PreparedRepo, prepare_repo
 from swe_sandbox._results import ExecResult, GradeResult, TestOutcome, reward_contract
 from swe_sandbox._rootfs import BaseImageSpec, build_rootfs, mirror_from_apt
-from swe_sandbox._sandbox import Sandbox, SandboxMetrics
-from swe_sandbox._task import (
-    DEFAULT_TEST_COMMAND,
-    RepoKind,
-    RepoSource,
-    TaskSpec,
+from swe_sandbox._rows import (
+    env_spec_from_row,
+    find_checkout,
+    swebench_image_name,
     task_from_r2egym_row,
     task_from_swebench_row,
     task_from_swerebench_row,
 )
+from swe_sandbox._sandbox import Sandbox, SandboxMetrics
+from swe_sandbox._task import DEFAULT_TEST_COMMAND, RepoKind, RepoSource, TaskSpec
 from swe_sandbox._version import __version__
 
 __all__ = [
@@ -52,12 +55,15 @@ __all__ = [
     "BaseCommitNotFoundError",
     "BaseImageSpec",
     "DockerBackend",
+    "EnvSpec",
+    "EnvironmentBuildError",
     "EpisodeEndedError",
     "ExecResult",
     "GradeResult",
     "GradingError",
     "GradingPolicy",
     "ImageBuildError",
+    "ImageNotFoundError",
     "LatencyStats",
     "Limits",
     "NamespaceBackend",
@@ -78,13 +84,18 @@ __all__ = [
     "TestCommandNotFoundError",
     "TestOutcome",
     "__version__",
+    "build_env_image",
     "build_rootfs",
     "build_task_image",
     "ensure_base_image",
+    "env_spec_from_json",
+    "env_spec_from_row",
+    "find_checkout",
     "grade_patch",
     "mirror_from_apt",
     "prepare_repo",
     "reward_contract",
+    "swebench_image_name",
     "task_from_r2egym_row",
     "task_from_swebench_row",
     "task_from_swerebench_row",

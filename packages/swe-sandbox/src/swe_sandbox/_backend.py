@@ -28,6 +28,12 @@ class BackendSession(Protocol):
     @property
     def sandbox_id(self) -> str: ...
 
+    @property
+    def env(self) -> dict[str, str]:
+        """The environment commands start from (`BASE_ENV`, with the environment image's
+        ``PATH`` and variables when the sandbox runs on one)."""
+        ...
+
     def exec(
         self,
         command: str,
@@ -55,8 +61,17 @@ class Backend(Protocol):
 
     name: str
 
-    def start(self, sandbox_id: str, limits: Limits, *, image: str | None = None) -> BackendSession:
-        """Create and start one sandbox (workdir empty, network off, limits applied)."""
+    def start(
+        self,
+        sandbox_id: str,
+        limits: Limits,
+        *,
+        image: str | None = None,
+        masked: tuple[str, ...] = (),
+    ) -> BackendSession:
+        """Create and start one sandbox (workdir empty, network off, limits applied) on the
+        base or on environment `image`, with the directories `masked` hidden under an empty
+        read-only tmpfs (the image's own repository copy)."""
         ...
 
     def reap_orphans(self) -> int:

@@ -1,9 +1,10 @@
 """``swe-sandbox`` command line: build images, reap orphans, grade a task file.
 
 swe-sandbox image build-base [--mirror URL] [--suite bookworm] [--no-docker]
-swe-sandbox image build TASK.json [--format spec|swebench|swerebench|r2egym]
+swe-sandbox image build-env SPEC.json
+swe-sandbox image build TASK.json [--format spec|swebench|swerebench|r2egym] [--repo-dir DIR]
 swe-sandbox janitor [--backend docker|namespace]
-swe-sandbox grade TASK.json [--backend ...] [--patch gold|none|FILE]
+swe-sandbox grade TASK.json [--backend ...] [--patch gold|none|FILE] [--repo-dir DIR]
 
 --suite and --mirror may be given before or after the sub-command. Each command prints one JSON
 object; an error prints {"error": CLASS, "message": ...} on one line and exits 1.
@@ -42,7 +43,7 @@ def _backend(name: str, spec: BaseImageSpec) -> Backend:
 
 
 def _load_task(args: argparse.Namespace) -> TaskSpec:
-    return load_task_file(args.task, args.format)
+    return load_task_file(args.task, args.format, repo_dir=args.repo_dir)
 
 
 def _read_patch(choice: str, task: TaskSpec) -> str | None:
@@ -66,6 +67,12 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         rootfs = build_rootfs(spec)
         tag = None if args.no_docker else ensure_base_image(spec)
         return {"rootfs": str(rootfs), "image": tag, "content_hash": spec.content_hash}
+    if args.command == "image" and args.image_command == "build-env":
+        from swe_sandbox._env_image import build_env_image, env_spec_from_json
+
+        env_spec = env_spec_from_json(_read_json(args.spec))
+        tag = build_env_image(env_spec, spec, progress=_progress)
+        return {"image": tag, "name": env_spec.name, "requirements": list(env_spec.requirements)}
     if args.command == "image" and args.image_command == "build":
         from swe_sandbox._docker_image import build_task_image
 
@@ -87,6 +94,19 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
             "tests": {k: v.value for k, v in result.tests.items()},
         }
     raise SandboxError(f"unknown command {args.command}")
+
+
+def _read_json(path: str) -> object:
+    from swe_sandbox._errors import EnvironmentBuildError
+
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise EnvironmentBuildError("spec", f"{path}: cannot read the spec: {exc}") from exc
+
+
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def _mirror_url(value: str) -> str:
@@ -130,6 +150,14 @@ def _add_task_options(parser: argparse.ArgumentParser) -> None:
         help="how TASK.json is written: our own field names (spec, the default) or a "
         "SWE-bench / SWE-rebench / R2E-Gym row",
     )
+    parser.add_argument(
+        "--repo-dir",
+        default=None,
+        metavar="DIR",
+        help="dataset rows only: take the repository from a local git checkout instead of the "
+        "dataset's image; DIR is the checkout itself or a folder of checkouts named "
+        "owner__name, owner/name or name (the base commit must exist in it)",
+    )
 
 
 def _add_backend_option(parser: argparse.ArgumentParser) -> None:
@@ -157,7 +185,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_base_options(base, top=False)
     base.add_argument("--no-docker", action="store_true", help="only build the rootfs")
-    build = image_commands.add_parser("build", help="build the per-task image")
+    build_env = image_commands.add_parser(
+        "build-env",
+        help="build a per-repository environment image (base -> wheelhouse -> env)",
+        description="SPEC.json: {name, requirements: [name==version...], repo: checkout | "
+        "plain directory | sdist, base_commit, strip_components, repo_path (/testbed), "
+        "python (checked against the base)}. Wheels are downloaded on the host (build "
+        "containers have no network); the image is cached by the hash of the whole recipe.",
+    )
+    _add_base_options(build_env, top=False)
+    build_env.add_argument("spec", help="JSON file with the environment recipe (EnvSpec)")
+    build = image_commands.add_parser(
+        "build", help="build the per-task image on the task's environment image (or the base)"
+    )
     _add_base_options(build, top=False)
     _add_task_options(build)
     grade = commands.add_parser("grade", help="grade a task: gold, empty or a patch file")

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from swe_sandbox._backend import BASE_ENV, GRADER_DIR, WORKDIR, User
 from swe_sandbox._docker_image import TASK_REPO_PATH, docker_client, ensure_base_image
-from swe_sandbox._errors import SandboxClosedError, SandboxError
+from swe_sandbox._environment import inspect_image, masked_paths, sandbox_env
+from swe_sandbox._errors import ImageNotFoundError, SandboxClosedError, SandboxError
 from swe_sandbox._limits import Limits
 from swe_sandbox._namespace import owner_alive, owner_token, runtime_root
 from swe_sandbox._output import BoundedOutput
@@ -71,14 +72,25 @@ def _read_frames(raw: socket.socket, sink: BoundedOutput, deadline: float) -> bo
 class DockerSession:
     """One container sandbox."""
 
-    def __init__(self, client: docker.DockerClient, container: Container, sandbox_id: str) -> None:
+    def __init__(
+        self,
+        client: docker.DockerClient,
+        container: Container,
+        sandbox_id: str,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self._client = client
         self._container: Container | None = container
         self._id = sandbox_id
+        self._env = dict(env or BASE_ENV)
 
     @property
     def sandbox_id(self) -> str:
         return self._id
+
+    @property
+    def env(self) -> dict[str, str]:
+        return dict(self._env)
 
     def exec(
         self,
@@ -101,7 +113,7 @@ class DockerSession:
             argv,
             stdin=stdin is not None,
             user=uid,
-            environment={**BASE_ENV, **(env or {})},
+            environment={**self._env, **(env or {})},
             workdir=WORKDIR,
         )["Id"]
         response: Any = api.exec_start(exec_id, socket=True)
@@ -190,16 +202,28 @@ class DockerBackend:
                 self._base_tag = ensure_base_image(self._base, client=self.client)
             return self._base_tag
 
-    def start(self, sandbox_id: str, limits: Limits, *, image: str | None = None) -> DockerSession:
+    def start(
+        self,
+        sandbox_id: str,
+        limits: Limits,
+        *,
+        image: str | None = None,
+        masked: tuple[str, ...] = (),
+    ) -> DockerSession:
         import docker.errors
 
         tmpfs_opts = "nosuid,nodev,exec"
+        info = inspect_image(self.client, image) if image is not None else None
+        env = sandbox_env(info)
+        hidden = dict.fromkeys(
+            masked_paths(info, masked), "size=64k,mode=0755,ro,nosuid,nodev,noexec"
+        )
         owner, runtime = owner_token(), str(runtime_root())
         if self.watchdog:
             ensure_watchdog(owner, runtime, _host_id())
         try:
             container = self.client.containers.run(
-                image or self.base_image(),
+                info.image_id if info is not None else self.base_image(),
                 command=["sleep", "infinity"],
                 detach=True,
                 init=True,
@@ -209,7 +233,7 @@ class DockerBackend:
                 # `kill -9 -1` cannot stop the container; every exec names its user.
                 user="0:0",
                 working_dir=WORKDIR,
-                environment=BASE_ENV,
+                environment=env,
                 network_mode="none",
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges"],
@@ -221,6 +245,7 @@ class DockerBackend:
                     "/tmp": f"size={limits.tmp_bytes},mode=1777,{tmpfs_opts}",
                     GRADER_DIR: f"size={64 << 20},mode=0755,{tmpfs_opts}",
                     "/dev/shm": f"size={limits.tmp_bytes},mode=1777,nosuid,nodev,noexec",
+                    **hidden,
                 },
                 mem_limit=limits.memory_bytes,
                 memswap_limit=limits.memory_bytes,
@@ -235,10 +260,12 @@ class DockerBackend:
                 },
             )
         except docker.errors.ImageNotFound as exc:
-            raise SandboxError(f"image {image} not found locally (nothing is pulled)") from exc
+            raise ImageNotFoundError(
+                f"image {image} not found locally (nothing is pulled)"
+            ) from exc
         except docker.errors.APIError as exc:
             raise SandboxError(f"cannot start sandbox {sandbox_id}: {exc}") from exc
-        return DockerSession(self.client, container, sandbox_id)
+        return DockerSession(self.client, container, sandbox_id, env)
 
     def reap_orphans(self) -> int:
         """The janitor: remove containers of dead owners started under this caller's runtime

@@ -15,6 +15,11 @@ class RepoNotFoundError(SandboxError):
     """The task's repository source (directory, tarball or image) does not exist."""
 
 
+class ImageNotFoundError(RepoNotFoundError):
+    """A Docker image a task names (its repository or its environment) is not present locally
+    (nothing is ever pulled: build it with ``swe-sandbox image build-env`` / ``image build``)."""
+
+
 class BaseCommitNotFoundError(SandboxError):
     """The task's base commit is not an object of its repository."""
 
@@ -27,6 +32,15 @@ class TestCommandNotFoundError(SandboxError):
 
 class ImageBuildError(SandboxError):
     """A base rootfs or a Docker image could not be built (debootstrap, import or build failed)."""
+
+
+class EnvironmentBuildError(ImageBuildError):
+    """An environment or instance image could not be built; `step` names the failing step
+    (``base``, ``wheelhouse``, ``repo``, ``env-image``, ``instance-image``)."""
+
+    def __init__(self, step: str, message: str) -> None:
+        super().__init__(f"step {step}: {message}")
+        self.step = step
 
 
 class PatchApplyError(SandboxError):

@@ -145,6 +145,7 @@ def grade_patch(
     *,
     limits: Limits | None = None,
     image: str | None = None,
+    masked: tuple[str, ...] | None = None,
     policy: GradingPolicy | None = None,
     prepared: PreparedRepo | None = None,
 ) -> GradeResult:
@@ -153,6 +154,8 @@ def grade_patch(
 
     Returns the verdict with ``patch`` (what was graded), ``dropped`` and ``flags``. Raises
     `GradingError` only when no sandbox can be started (infrastructure, not the patch).
+    The grading sandbox runs on `image` (default: the task's `TaskSpec.environment_image`),
+    with `masked` (default: the task's `TaskSpec.masked_paths`) hidden.
     """
     from swe_sandbox._sandbox import Sandbox
 
@@ -163,12 +166,17 @@ def grade_patch(
     filtered = filter_patch(patch, graded, task.allowed_config_paths)
     flags = suspicious_references(filtered.patch)
     try:
-        fresh = Sandbox.start(backend, limits, image=image)
+        fresh = Sandbox.start(
+            backend,
+            limits,
+            image=image or task.environment_image,
+            masked=task.masked_paths if masked is None else masked,
+        )
     except SandboxError as exc:
         raise GradingError(f"cannot start the grading sandbox: {exc}") from exc
     try:
         try:
-            fresh.load(task, prepared=prepared, from_image=image is not None)
+            fresh.load(task, prepared=prepared)
         except SandboxError as exc:
             raise GradingError(f"cannot load the pristine tree: {exc}") from exc
         result = _grade_in(fresh, task, prepared, filtered.patch, began)

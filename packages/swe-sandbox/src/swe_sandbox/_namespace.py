@@ -26,17 +26,26 @@ import shlex
 import shutil
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from swe_sandbox import _cgroups
 from swe_sandbox._backend import BASE_ENV, User
+from swe_sandbox._environment import (
+    exported_rootfs,
+    init_python,
+    inspect_image,
+    masked_paths,
+    sandbox_env,
+)
 from swe_sandbox._errors import BackendUnavailableError, SandboxClosedError, SandboxError
 from swe_sandbox._limits import Limits
 from swe_sandbox._nsexec import MAX_REQUEST_BYTES, SERVER_SOURCE, control_pair, run_via_init
 from swe_sandbox._prepare import AGENT_UID
 from swe_sandbox._results import ExecResult
-from swe_sandbox._rootfs import BaseImageSpec, build_rootfs
+from swe_sandbox._rootfs import BaseImageSpec, build_rootfs, cache_root
 from swe_sandbox._seccomp import INSTALL_SOURCE, KEYCTL_X86_64, filter_program
 
 
@@ -66,10 +75,13 @@ def owner_alive(token: str) -> bool:
 _SETUP = r"""
 set -eu
 R="$1"; ROOTFS="$2"; BOX="$3"; TMP_BYTES="$4"; CTL_FD="$5"; AGENT="$6"; BUF="$7"; SERVER="$8"
-FILTER="$9"; KEYCTL="${10}"; INSTALL="${11}"
+FILTER="$9"; KEYCTL="${10}"; INSTALL="${11}"; MASK="${12}"; PY="${13}"
 read -r HOSTPID _ < /proc/self/stat
 mount --bind "$ROOTFS" "$R"
 mount -o remount,bind,ro,nosuid,nodev "$R"
+for p in $MASK; do
+  mount -t tmpfs -o size=64k,mode=755,ro,nosuid,nodev,noexec tmpfs "$R$p"
+done
 mount --bind "$BOX/work" "$R/work"
 mount --bind "$BOX/grader" "$R/grader"
 mount -t proc -o nosuid,nodev,noexec proc "$R/proc"
@@ -87,7 +99,7 @@ ip link set lo up
 mount -o remount,bind,ro,nosuid,nodev,noexec "$R/dev" 2>/dev/null || true
 cd "$R"
 # The command server says "ready" only once chrooted and in /work.
-exec chroot . /usr/bin/python3 -I -S -c "$SERVER" "$CTL_FD" "$HOSTPID" "$AGENT" "$BUF" \
+exec chroot . "$PY" -I -S -c "$SERVER" "$CTL_FD" "$HOSTPID" "$AGENT" "$BUF" \
   "$FILTER" "$KEYCTL" "$INSTALL"
 """
 
@@ -104,7 +116,9 @@ class NamespaceSession:
         keepalive_fd: int,
         control: socket.socket,
         cgroups: list[Path],
+        env: dict[str, str] | None = None,
     ) -> None:
+        self._env = dict(env or BASE_ENV)
         self._id = sandbox_id
         self._box = box
         self._init = init
@@ -116,6 +130,10 @@ class NamespaceSession:
     @property
     def sandbox_id(self) -> str:
         return self._id
+
+    @property
+    def env(self) -> dict[str, str]:
+        return dict(self._env)
 
     def exec(
         self,
@@ -136,7 +154,7 @@ class NamespaceSession:
             self._control,
             command,
             user=user,
-            env={**BASE_ENV, **(env or {})},  # replaces the host environment entirely
+            env={**self._env, **(env or {})},  # replaces the host environment entirely
             timeout=timeout,
             output_limit=output_limit,
             stdin=stdin,
@@ -181,6 +199,9 @@ class NamespaceBackend:
         #: Install the seccomp filter and a private keyring in every sandbox (x86-64 only;
         #: elsewhere `filter_program` is ``None`` and sandboxes run without it).
         self.seccomp = seccomp
+        self._exported: dict[str, Path] = {}
+        self._client: Any = None  # a docker client, made on the first image-backed sandbox
+        self._lock = threading.Lock()
 
     def check(self) -> None:
         if os.geteuid() != 0:
@@ -195,19 +216,54 @@ class NamespaceBackend:
             self._rootfs = build_rootfs(self._base)
         return self._rootfs
 
+    def environment(
+        self, image: str | None, masked: tuple[str, ...] = ()
+    ) -> tuple[Path, dict[str, str], tuple[str, ...]]:
+        """Root filesystem, base environment and masked directories for sandboxes on `image`
+        (``None``: the base rootfs). An image's rootfs is exported once and cached by id."""
+        if image is None:
+            return self.rootfs, dict(BASE_ENV), ()
+        from swe_sandbox._docker_image import docker_client
+
+        if self._client is None:
+            self._client = docker_client()
+        info = inspect_image(self._client, image)
+        with self._lock:
+            rootfs = self._exported.get(info.image_id)
+        if rootfs is None:
+            rootfs = exported_rootfs(self._client, info, cache_root() / "rootfs")
+            with self._lock:
+                self._exported[info.image_id] = rootfs
+        hidden = tuple(p for p in masked_paths(info, masked) if _plain_dir(rootfs, p))
+        return rootfs, sandbox_env(info), hidden
+
     def start(
-        self, sandbox_id: str, limits: Limits, *, image: str | None = None
+        self,
+        sandbox_id: str,
+        limits: Limits,
+        *,
+        image: str | None = None,
+        masked: tuple[str, ...] = (),
     ) -> NamespaceSession:
         self.check()
+        rootfs, env, hidden = self.environment(image, masked)
         box = runtime_root() / sandbox_id
         box.mkdir(parents=True)
         try:
-            return self._start(sandbox_id, box, limits)
+            return self._start(sandbox_id, box, limits, rootfs, env, hidden)
         except BaseException:
             _teardown(sandbox_id, box)
             raise
 
-    def _start(self, sandbox_id: str, box: Path, limits: Limits) -> NamespaceSession:
+    def _start(
+        self,
+        sandbox_id: str,
+        box: Path,
+        limits: Limits,
+        rootfs: Path,
+        env: dict[str, str],
+        hidden: tuple[str, ...],
+    ) -> NamespaceSession:
         # Atomic: a concurrent janitor (another process) sees no owner or the whole token.
         (box / ".owner.tmp").write_text(owner_token())
         os.replace(box / ".owner.tmp", box / "owner")
@@ -248,7 +304,7 @@ class NamespaceBackend:
                     _SETUP,
                     "setup",
                     str(box / "root"),
-                    str(self.rootfs),
+                    str(rootfs),
                     str(box),
                     str(limits.tmp_bytes),
                     str(init_end.fileno()),
@@ -258,6 +314,8 @@ class NamespaceBackend:
                     program.hex() if program else "",
                     str(KEYCTL_X86_64),
                     INSTALL_SOURCE,
+                    " ".join(hidden),
+                    init_python(rootfs),
                 ],
                 stdin=read_end,
                 pass_fds=(init_end.fileno(),),
@@ -280,7 +338,9 @@ class NamespaceBackend:
             error = init.stderr.read().decode() if init.stderr else ""
             raise SandboxError(f"namespace sandbox {sandbox_id} failed to start: {error.strip()}")
         (box / "init.pid").write_text(line[1])
-        return NamespaceSession(sandbox_id, box, init, int(line[1]), keepalive, control, cgroups)
+        return NamespaceSession(
+            sandbox_id, box, init, int(line[1]), keepalive, control, cgroups, env
+        )
 
     def reap_orphans(self) -> int:
         """Tear down sandboxes whose owner process is gone (crash, SIGKILL)."""
@@ -300,6 +360,19 @@ class NamespaceBackend:
             _teardown(sandbox_id, box)
             reaped += 1
         return reaped
+
+
+def _plain_dir(rootfs: Path, path: str) -> bool:
+    """Whether `path` is a directory of `rootfs` reached without any symlink (a mount point
+    that is safe to cover) and free of whitespace (it crosses the setup script as a word)."""
+    if any(c.isspace() for c in path):
+        return False
+    current = rootfs
+    for part in path.strip("/").split("/"):
+        current = current / part
+        if current.is_symlink() or not current.is_dir():
+            return False
+    return True
 
 
 def _mtime(path: Path) -> float:

@@ -135,6 +135,8 @@ class SandboxPool:
         start_rate: float | None = None,
         policy: Literal["reset", "discard"] = "reset",
         reap_on_start: bool = True,
+        warm_image: str | None = None,
+        warm_masked: tuple[str, ...] = (),
     ) -> None:
         if max_concurrency < 1 or warm < 0 or warm > max_concurrency:
             raise ValueError("need max_concurrency >= 1 and 0 <= warm <= max_concurrency")
@@ -145,6 +147,9 @@ class SandboxPool:
         self.max_concurrency = max_concurrency
         self.warm = warm
         self.policy = policy
+        #: The environment the `warm` sandboxes start on (a task's `environment_image` and
+        #: `masked_paths`); a task of another environment gets a sandbox of its own.
+        self.warm_image, self.warm_masked = warm_image, warm_masked
         self._reap_on_start = reap_on_start
         self._executor = ThreadPoolExecutor(
             max_workers=max_concurrency + warm, thread_name_prefix="swe-sandbox"
@@ -171,7 +176,11 @@ class SandboxPool:
 
     async def _start_idle(self) -> None:
         await self._rate.wait()
-        sandbox = await self._run(lambda: Sandbox.start(self.backend, self.limits))
+        sandbox = await self._run(
+            lambda: Sandbox.start(
+                self.backend, self.limits, image=self.warm_image, masked=self.warm_masked
+            )
+        )
         self._live.add(sandbox)
         if self._closed:
             await self._discard(sandbox)
@@ -188,11 +197,18 @@ class SandboxPool:
             raise RuntimeError("pool is closed")
         await self._slots.acquire()
         try:
-            if self._idle:
-                sandbox = self._idle.pop()
+            image, masked = task.environment_image, task.masked_paths
+            fits = [s for s in self._idle if (s.image, s.masked) == (image, masked)]
+            if fits:
+                sandbox = fits[-1]
+                self._idle.remove(sandbox)
             else:
+                if self._idle:  # a warm sandbox of another environment: make room for ours
+                    await self._discard(self._idle.pop(0))
                 await self._rate.wait()
-                sandbox = await self._run(lambda: Sandbox.start(self.backend, self.limits))
+                sandbox = await self._run(
+                    lambda: Sandbox.start(self.backend, self.limits, image=image, masked=masked)
+                )
                 self._live.add(sandbox)
             try:
                 await self._run(lambda: sandbox.load(task))

@@ -19,14 +19,14 @@ import tarfile
 import tempfile
 import threading
 from collections.abc import Mapping
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import attrs
 
+from swe_sandbox._archive import safe_extract
 from swe_sandbox._errors import (
     BaseCommitNotFoundError,
     PatchApplyError,
-    PathEscapeError,
     RepoNotFoundError,
     SandboxError,
 )
@@ -77,34 +77,6 @@ def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
     if check and result.returncode != 0:
         raise SandboxError(f"git {' '.join(args)} failed in {cwd}: {result.stderr.strip()}")
     return result
-
-
-def safe_extract(archive: tarfile.TarFile, dest: Path, *, strip_components: int = 0) -> None:
-    """Extract regular files and directories only; refuse links, devices and escaping names.
-
-    Every member is checked before anything is written, so a refused archive leaves no trace.
-    """
-    plan: list[tuple[tarfile.TarInfo, Path]] = []
-    for member in archive.getmembers():
-        parts = PurePosixPath(member.name).parts[strip_components:]
-        if not parts:
-            continue
-        if member.name.startswith("/") or ".." in parts:
-            raise PathEscapeError(f"archive member {member.name!r} escapes the destination")
-        if member.issym() or member.islnk():
-            raise PathEscapeError(f"archive member {member.name!r} is a link: refused")
-        if member.isdir() or member.isfile():  # devices/fifos: meaningless in a tree, skipped
-            plan.append((member, dest.joinpath(*parts)))
-    for member, target in plan:
-        if member.isdir():
-            target.mkdir(parents=True, exist_ok=True)
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        source = archive.extractfile(member)
-        assert source is not None
-        with source, open(target, "wb") as out:
-            shutil.copyfileobj(source, out)
-        os.chmod(target, 0o755 if member.mode & 0o111 else 0o644)
 
 
 def _materialize(task: TaskSpec, scratch: Path) -> Path:
@@ -165,7 +137,7 @@ def _fetch_base_only(source: Path, base: str, dest: Path) -> None:
 
 
 def _commit_plain_tree(source: Path, dest: Path, withheld: tuple[str, ...]) -> str:
-    shutil.copytree(source, dest, symlinks=False, ignore=shutil.ignore_patterns(".git"))
+    shutil.copytree(source, dest, symlinks=True, ignore=shutil.ignore_patterns(".git"))
     for path in withheld:
         (dest / path).unlink(missing_ok=True)
     _git(dest, "init", "-q")
@@ -193,7 +165,7 @@ def _graded_contents(
     """Base tree + test patch, read back for every withheld path (the grading-time truth)."""
     work = scratch / "graded"
     if base is None:
-        shutil.copytree(source, work, symlinks=False, ignore=shutil.ignore_patterns(".git"))
+        shutil.copytree(source, work, symlinks=True, ignore=shutil.ignore_patterns(".git"))
         _git(work, "init", "-q")
     else:
         _fetch_base_only(source, base, work)
@@ -208,7 +180,7 @@ def _graded_contents(
     contents: dict[str, bytes | None] = {}
     for path in task.graded_files:
         file = work / path
-        contents[path] = file.read_bytes() if file.is_file() else None
+        contents[path] = file.read_bytes() if file.is_file() and not file.is_symlink() else None
     for path, text in task.runner_files.items():
         contents[path] = text.encode()
     return contents

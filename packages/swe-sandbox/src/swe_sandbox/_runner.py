@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from swe_sandbox._backend import GRADER_DIR, WORKDIR
+from swe_sandbox._environment import safe_path
 from swe_sandbox._errors import GradingError
 from swe_sandbox._grader import PLUGIN_MODULE, PLUGIN_SOURCE, parse_report
 from swe_sandbox._results import ExecResult, GradeResult, TestOutcome, reward_contract
@@ -161,11 +162,16 @@ def _install(sandbox: Sandbox, grader: str) -> None:
 def _isolated_run(
     sandbox: Sandbox, invocation: PytestInvocation, task: TaskSpec, timeout: float
 ) -> ExecResult:
+    python = invocation.python
+    if "/" in python and (not python.startswith("/") or safe_path(python) != python):
+        raise GradingError(f"test interpreter {python!r} is relative or agent-writable")
     nonce = secrets.token_hex(8)
     grader = f"{GRADER_DIR}/{nonce}"
     _install(sandbox, grader)
     env = {
-        "PATH": _PATH,
+        # The environment image's PATH (its venv / conda first), agent-writable entries
+        # dropped (`swe_sandbox._environment.safe_path`): `python3` is the image's interpreter.
+        "PATH": safe_path(sandbox.env.get("PATH", _PATH)),
         "HOME": "/tmp",
         "LANG": "C.UTF-8",
         **{k: v for k, v in invocation.env.items() if not k.startswith("PYTHON")},

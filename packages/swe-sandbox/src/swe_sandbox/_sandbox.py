@@ -22,7 +22,9 @@ from pathlib import Path
 
 import attrs
 
+from swe_sandbox._archive import safe_extract
 from swe_sandbox._backend import GRADER_DIR, WORKDIR, Backend, BackendSession, User
+from swe_sandbox._docker_image import TASK_KEY_PATH, TASK_REPO_PATH
 from swe_sandbox._errors import (
     EpisodeEndedError,
     GradingError,
@@ -37,7 +39,7 @@ from swe_sandbox._grading import AgentFaultError, GradingPolicy, agent_patch, gr
 from swe_sandbox._helpers import ESCAPE_EXIT, MISSING_EXIT, helper_command
 from swe_sandbox._limits import Limits
 from swe_sandbox._policy import filter_patch, graded_paths
-from swe_sandbox._prepare import PreparedRepo, prepare_repo, safe_extract
+from swe_sandbox._prepare import PreparedRepo, prepare_repo, task_key
 from swe_sandbox._results import ExecResult, GradeResult
 from swe_sandbox._task import TaskSpec
 from swe_sandbox._tools import confine, snippet, str_replace
@@ -99,9 +101,11 @@ class Sandbox:
         *,
         backend: Backend | None = None,
         image: str | None = None,
+        masked: tuple[str, ...] = (),
         policy: GradingPolicy | None = None,
     ) -> None:
         self._session: BackendSession | None = session
+        self._masked = masked
         self._limits = limits
         self.backend_name = backend_name
         self._backend = backend
@@ -123,13 +127,26 @@ class Sandbox:
         limits: Limits | None = None,
         *,
         image: str | None = None,
+        masked: tuple[str, ...] = (),
         policy: GradingPolicy | None = None,
     ) -> Sandbox:
-        """Start an empty sandbox (no task loaded yet): what a warm pool keeps ready."""
+        """Start an empty sandbox (no task loaded yet): what a warm pool keeps ready.
+
+        `image`: an environment image (or a per-task image layered on one) to run on instead
+        of the swe-sandbox base; `masked`: its directories to hide (its repository copy).
+        """
         limits = limits or Limits()
         began = time.monotonic()
-        session = backend.start(uuid.uuid4().hex[:16], limits, image=image)
-        sandbox = cls(session, limits, backend.name, backend=backend, image=image, policy=policy)
+        session = backend.start(uuid.uuid4().hex[:16], limits, image=image, masked=masked)
+        sandbox = cls(
+            session,
+            limits,
+            backend.name,
+            backend=backend,
+            image=image,
+            masked=masked,
+            policy=policy,
+        )
         sandbox.metrics.create_s = time.monotonic() - began
         return sandbox
 
@@ -143,25 +160,40 @@ class Sandbox:
         image: str | None = None,
         policy: GradingPolicy | None = None,
     ) -> Sandbox:
-        """Prepare `task`, start a sandbox and load the task; on any error nothing is left."""
+        """Prepare `task`, start a sandbox on its environment and load the task; on any error
+        nothing is left.
+
+        The sandbox runs on `image` if given (say the per-task layer of `build_task_image`),
+        else on the task's `TaskSpec.environment_image`, else on the swe-sandbox base.
+        """
         prepared = prepare_repo(task)  # bad sources fail here, before anything starts
-        sandbox = cls.start(backend, limits, image=image, policy=policy)
+        image = image or task.environment_image
+        sandbox = cls.start(backend, limits, image=image, masked=task.masked_paths, policy=policy)
         try:
-            sandbox.load(task, prepared=prepared, from_image=image is not None)
+            sandbox.load(task, prepared=prepared)
         except BaseException:
             sandbox.close()
             raise
         return sandbox
 
     def load(
-        self, task: TaskSpec, *, prepared: PreparedRepo | None = None, from_image: bool = False
+        self,
+        task: TaskSpec,
+        *,
+        prepared: PreparedRepo | None = None,
+        from_image: bool | None = None,
     ) -> None:
-        """Put `task`'s agent-visible tree into the (empty) workdir and check its test command."""
+        """Put `task`'s agent-visible tree into the (empty) workdir and check its test command.
+
+        The tree is copied from the image when the sandbox runs on this task's per-task layer
+        (`build_task_image`: its key file names this task), else streamed in as a tar;
+        `from_image` forces one way.
+        """
         began = time.monotonic()
         prepared = prepared or prepare_repo(task)
+        if from_image is None:
+            from_image = self._image is not None and self._holds_task_layer(task)
         if from_image:
-            from swe_sandbox._docker_image import TASK_REPO_PATH
-
             loaded = self._exec(f"cp -a {TASK_REPO_PATH}/. {WORKDIR}/", timeout=120)
         else:
             loaded = self._exec(f"tar -x -C {WORKDIR} -f -", stdin=prepared.tar_bytes, timeout=120)
@@ -188,6 +220,25 @@ class Sandbox:
         )
         self._loads += 1
 
+    def _holds_task_layer(self, task: TaskSpec) -> bool:
+        found = self._exec(f"cat {TASK_KEY_PATH} 2>/dev/null; true", timeout=30)
+        return found.ok and found.output.strip() == task_key(task)
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The environment commands start from (the environment image's ``PATH`` included)."""
+        return self._live().env
+
+    @property
+    def image(self) -> str | None:
+        """The image this sandbox runs on (``None``: the swe-sandbox base)."""
+        return self._image
+
+    @property
+    def masked(self) -> tuple[str, ...]:
+        """The image directories hidden in this sandbox."""
+        return self._masked
+
     def reset(self, task: TaskSpec | None = None) -> None:
         """A clean slate: kill agent processes, wipe ``/work``, ``/tmp``, ``/dev/shm``
         (unreadable agent directories included) and the agent's IPC objects, check that nothing
@@ -213,7 +264,9 @@ class Sandbox:
         if self._backend is None:
             raise SandboxError(f"sandbox removed: {why}")
         try:
-            session = self._backend.start(uuid.uuid4().hex[:16], self._limits, image=self._image)
+            session = self._backend.start(
+                uuid.uuid4().hex[:16], self._limits, image=self._image, masked=self._masked
+            )
         except SandboxError as exc:
             raise SandboxError(f"sandbox removed ({why}); no replacement: {exc}") from exc
         self._session, self.id = session, session.sandbox_id
@@ -330,8 +383,9 @@ class Sandbox:
     def copy_out(self, path: str, host_dest: str | Path) -> Path:
         """Copy a workdir file or directory to `host_dest` (a directory, created if needed).
 
-        The archive is checked on the host before extraction: links, devices and names that
-        climb out of `host_dest` raise `PathEscapeError` and nothing is written.
+        The archive is checked on the host before extraction: names that climb out of
+        `host_dest` and links that resolve outside the copied tree raise `PathEscapeError` and
+        nothing is written; links inside it are kept, devices skipped.
         """
         confine(path)
         data = base64.b64decode(self._helper("pack", path).output)
@@ -432,6 +486,7 @@ class Sandbox:
                 self._require_backend(),
                 limits=self._limits,
                 image=self._image,
+                masked=self._masked,
                 policy=self.policy,
                 prepared=prepared,
             )

@@ -1,4 +1,4 @@
-"""`TaskSpec`, where a task's repository comes from, and loaders for public dataset rows.
+"""`TaskSpec` and where a task's repository comes from (dataset rows: `swe_sandbox._rows`).
 
 The task specification (ARCHITECTURE.md §3, swe-sandbox): a task is a repository
 at a base commit plus a problem statement, a gold patch, the test patch whose files are graded,
@@ -104,6 +104,10 @@ class TaskSpec:
         allowed_config_paths: glob patterns of test configuration / packaging files (say
             ``setup.cfg``) whose changes this task grades; by default the patch policy drops
             changes to them (see `swe_sandbox._policy`).
+        environment: Docker image reference of the task's own environment (its interpreter,
+            installed packages and system tools); rollout and grade run on it on both
+            backends. ``None``: the repository image when `repo` is an image, else the
+            swe-sandbox base (see `environment_image`).
     """
 
     instance_id: str
@@ -120,6 +124,7 @@ class TaskSpec:
     runner_files: Mapping[str, str] = attrs.field(factory=dict)
     setup_commands: tuple[str, ...] = ()
     allowed_config_paths: tuple[str, ...] = ()
+    environment: str | None = None
 
     def __attrs_post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,199}", self.instance_id or ""):
@@ -134,10 +139,28 @@ class TaskSpec:
             raise TaskSpecError(f"result_parser {self.result_parser!r}: only 'pytest-report'")
         if not self.test_command.strip():
             raise TaskSpecError("test_command is empty")
+        if self.environment is not None and not (
+            isinstance(self.environment, str)
+            and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,254}", self.environment)
+        ):
+            raise TaskSpecError(f"environment {self.environment!r} is not an image reference")
         for path in (*self.graded_files, *self.runner_files):
             _check_relative_path(path, "graded_files/runner_files")
         if not self.graded_files and self.test_patch:
             object.__setattr__(self, "graded_files", files_in_patch(self.test_patch))
+
+    @property
+    def environment_image(self) -> str | None:
+        """The image sandboxes of this task run on: `environment`, else the repository image
+        (a SWE-bench instance image is both), else ``None`` (the swe-sandbox base)."""
+        if self.environment:
+            return self.environment
+        return self.repo.location if self.repo.kind is RepoKind.IMAGE else None
+
+    @property
+    def masked_paths(self) -> tuple[str, ...]:
+        """Directories of the environment image hidden from every sandbox (its repo copy)."""
+        return (self.repo.path_in_image,) if self.repo.kind is RepoKind.IMAGE else ()
 
     @property
     def withheld_paths(self) -> tuple[str, ...]:
@@ -147,94 +170,3 @@ class TaskSpec:
     @property
     def graded_tests(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys((*self.fail_to_pass, *self.pass_to_pass)))
-
-
-def _required(row: Mapping[str, Any], *names: str) -> list[Any]:
-    missing = [n for n in names if n not in row or row[n] is None]
-    if missing:
-        raise TaskSpecError(f"row {row.get('instance_id', '?')!r} lacks fields {missing}")
-    return [row[n] for n in names]
-
-
-def swebench_image_name(instance_id: str) -> str:
-    """The image tag the SWE-bench harness gives an instance (``__`` becomes ``_1776_``)."""
-    return f"sweb.eval.x86_64.{instance_id.replace('__', '_1776_').lower()}:latest"
-
-
-def task_from_swebench_row(
-    row: Mapping[str, Any], *, repo: RepoSource | None = None, test_command: str | None = None
-) -> TaskSpec:
-    """Build a task from a SWE-bench (or SWE-bench Verified/Lite/Pro) row.
-
-    Fields used: ``instance_id, base_commit, patch, test_patch, problem_statement,
-    FAIL_TO_PASS, PASS_TO_PASS`` (the two lists may be JSON strings, as published).
-    `repo` defaults to the harness's per-instance image with the tree at ``/testbed``.
-    """
-    instance_id, base_commit, patch, test_patch = _required(
-        row, "instance_id", "base_commit", "patch", "test_patch"
-    )
-    return TaskSpec(
-        instance_id=instance_id,
-        repo=repo or RepoSource.image(swebench_image_name(instance_id)),
-        base_commit=base_commit,
-        problem_statement=row.get("problem_statement", "") or "",
-        gold_patch=patch,
-        test_patch=test_patch,
-        fail_to_pass=_str_tuple(row.get("FAIL_TO_PASS"), "FAIL_TO_PASS"),
-        pass_to_pass=_str_tuple(row.get("PASS_TO_PASS"), "PASS_TO_PASS"),
-        test_command=test_command or DEFAULT_TEST_COMMAND,
-    )
-
-
-def task_from_swerebench_row(row: Mapping[str, Any], *, repo: RepoSource | None = None) -> TaskSpec:
-    """Build a task from a SWE-rebench row.
-
-    Same fields as SWE-bench plus ``install_config`` (a dict or JSON string whose ``test_cmd``
-    becomes the test command) and, when present, ``docker_image`` / ``image_name``.
-    """
-    config: Any = row.get("install_config") or {}
-    if isinstance(config, str):
-        try:
-            config = json.loads(config)
-        except json.JSONDecodeError as exc:
-            raise TaskSpecError(f"install_config: not JSON: {exc}") from exc
-    test_cmd = config.get("test_cmd") if isinstance(config, Mapping) else None
-    if isinstance(test_cmd, list):
-        test_cmd = " && ".join(test_cmd)
-    image = row.get("docker_image") or row.get("image_name")
-    if repo is None and image:
-        repo = RepoSource.image(str(image))
-    return task_from_swebench_row(row, repo=repo, test_command=test_cmd or None)
-
-
-def task_from_r2egym_row(row: Mapping[str, Any], *, repo: RepoSource | None = None) -> TaskSpec:
-    """Build a task from an R2E-Gym (R2E-Gym-Lite / -Subset) row.
-
-    Fields used: ``repo_name, docker_image, commit_hash, problem_statement,
-    expected_output_json`` (test name -> ``"PASSED"``/``"FAILED"``...). R2E-Gym publishes only
-    the post-fix pattern, so tests expected to pass become `pass_to_pass` (an unfixed tree
-    still fails some of them, so the contract holds); the image's tree is the buggy one, hence
-    no base commit is checked out.
-    """
-    repo_name, docker_image, commit_hash = _required(
-        row, "repo_name", "docker_image", "commit_hash"
-    )
-    expected: Any = row.get("expected_output_json") or {}
-    if isinstance(expected, str):
-        try:
-            expected = json.loads(expected)
-        except json.JSONDecodeError as exc:
-            raise TaskSpecError(f"expected_output_json: not JSON: {exc}") from exc
-    if not isinstance(expected, Mapping):
-        raise TaskSpecError("expected_output_json must map test names to outcomes")
-    passing = tuple(sorted(k for k, v in expected.items() if str(v).upper() == "PASSED"))
-    safe_name = re.sub(r"[^A-Za-z0-9._-]", "-", str(repo_name))
-    return TaskSpec(
-        instance_id=f"{safe_name}@{str(commit_hash)[:12]}",
-        repo=repo or RepoSource.image(str(docker_image)),
-        base_commit=None,
-        problem_statement=row.get("problem_statement", "") or "",
-        gold_patch=str(row.get("patch", "") or ""),
-        test_patch=str(row.get("test_patch", "") or ""),
-        pass_to_pass=passing,
-    )

@@ -15,15 +15,12 @@ from typing import Any
 import attrs
 
 from swe_sandbox._errors import TaskSpecError
-from swe_sandbox._task import (
-    RepoKind,
-    RepoSource,
-    TaskSpec,
-    _str_tuple,
+from swe_sandbox._rows import (
     task_from_r2egym_row,
     task_from_swebench_row,
     task_from_swerebench_row,
 )
+from swe_sandbox._task import RepoKind, RepoSource, TaskSpec, _str_tuple
 
 #: ``--format`` values: our own field names, or a row of one of the supported datasets.
 FORMATS = ("spec", "swebench", "swerebench", "r2egym")
@@ -106,23 +103,31 @@ def _spec_from_json(data: Mapping[str, Any]) -> TaskSpec:
     return TaskSpec(**fields)
 
 
-def task_from_json(data: Mapping[str, Any], fmt: str = "spec") -> TaskSpec:
+def task_from_json(
+    data: Mapping[str, Any], fmt: str = "spec", *, repo_dir: str | Path | None = None
+) -> TaskSpec:
     """A task from a JSON object: our own field names (``spec``) or a dataset row.
+
+    `repo_dir` (dataset rows only) takes the repository from a local checkout instead of the
+    dataset's image (see `swe_sandbox._rows.find_checkout`).
 
     Raises:
         TaskSpecError: a missing, unknown or mistyped field, or a value `TaskSpec` rejects.
+        RepoNotFoundError: `repo_dir` holds no checkout of the row's repository.
     """
     if fmt not in FORMATS:
         raise TaskSpecError(f"format {fmt!r} is not one of {list(FORMATS)}")
     if not isinstance(data, Mapping):
         raise TaskSpecError(f"expected a JSON object, got {type(data).__name__}")
+    if repo_dir is not None and fmt == "spec":
+        raise TaskSpecError("--repo-dir applies to dataset rows (a spec names its own repo)")
     try:
         if fmt == "swebench":
-            return task_from_swebench_row(data)
+            return task_from_swebench_row(data, repo_dir=repo_dir)
         if fmt == "swerebench":
-            return task_from_swerebench_row(data)
+            return task_from_swerebench_row(data, repo_dir=repo_dir)
         if fmt == "r2egym":
-            return task_from_r2egym_row(data)
+            return task_from_r2egym_row(data, repo_dir=repo_dir)
         return _spec_from_json(data)
     except TaskSpecError:
         raise
@@ -131,7 +136,9 @@ def task_from_json(data: Mapping[str, Any], fmt: str = "spec") -> TaskSpec:
         raise TaskSpecError(f"malformed {fmt} row: {type(exc).__name__}: {exc}") from exc
 
 
-def load_task_file(path: str | Path, fmt: str = "spec") -> TaskSpec:
+def load_task_file(
+    path: str | Path, fmt: str = "spec", *, repo_dir: str | Path | None = None
+) -> TaskSpec:
     """Read the task file at `path` (one JSON object in `fmt`).
 
     Raises:
@@ -151,6 +158,6 @@ def load_task_file(path: str | Path, fmt: str = "spec") -> TaskSpec:
             f"{path}: not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
         ) from exc
     try:
-        return task_from_json(data, fmt)
+        return task_from_json(data, fmt, repo_dir=repo_dir)
     except TaskSpecError as exc:
         raise TaskSpecError(f"{path}: {exc}") from exc

@@ -21,7 +21,7 @@ from pathlib import Path
 import attrs
 
 from swe_sandbox import Backend, RepoSource, Sandbox, TaskSpec
-from swe_sandbox._prepare import safe_extract
+from swe_sandbox._archive import safe_extract
 from swe_sandbox._results import TestOutcome
 from swe_sandbox._rootfs import cache_root
 

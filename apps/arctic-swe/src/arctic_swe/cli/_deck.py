@@ -1,4 +1,5 @@
-"""``arctic-swe deck build``: generate the embedded deck, train its tokenizer, validate it."""
+"""``arctic-swe deck build``: generate the embedded deck, train its tokenizer, validate it;
+``arctic-swe deck import``: a deck of real tasks from dataset rows."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from arctic_swe._argtypes import non_negative_int, positive_int
+from arctic_swe.cli._deck_import import add_import_parser, run_import
 from arctic_swe.cli._defaults import DEFAULT_DECK, TOKENIZER_DIR
 from arctic_swe.cli._execute import CommandError, user_errors
 from arctic_swe.cli._output import console
@@ -17,7 +19,9 @@ if TYPE_CHECKING:
 
 
 def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
-    deck = subparsers.add_parser("deck", help="the embedded deck of generated Python repositories")
+    deck = subparsers.add_parser(
+        "deck", help="build the embedded deck, or import dataset rows as a deck of real tasks"
+    )
     actions = deck.add_subparsers(dest="deck_command", metavar="ACTION", required=True)
     build = actions.add_parser(
         "build",
@@ -76,11 +80,15 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
         default=2,
         help="sandboxes in parallel (default: %(default)s)",
     )
+    add_import_parser(actions)
     return deck
 
 
 def run(args: argparse.Namespace) -> int:
-    """Generate the deck, train the tokenizer on it, validate with Pipeline 1."""
+    """``deck build``: generate the deck, train the tokenizer on it, validate with Pipeline 1;
+    ``deck import``: see :mod:`arctic_swe.cli._deck_import`."""
+    if args.deck_command == "import":
+        return run_import(args)
     from arctic_swe.chat import ChatError, save_tokenizer, train_tokenizer
     from arctic_swe.deck import DeckConfig, DeckError, write_deck
     from arctic_swe.harness import TINY_HARNESS

@@ -6,8 +6,12 @@ apart)."""
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from arctic_swe._argtypes import positive_int
+
+if TYPE_CHECKING:
+    from swe_sandbox import Backend
 
 #: The workspace members the application composes, in the architecture's order.
 COMPONENTS: tuple[str, ...] = (
@@ -56,7 +60,7 @@ SPLITS: tuple[str, ...] = ("pool", "heldout", "warmstart")
 
 
 def add_rollout_options(parser: argparse.ArgumentParser) -> None:
-    """``--workers`` and ``--threads``, shared by the commands that run rollouts."""
+    """``--workers``, ``--threads`` and ``--backend``, shared by the commands that run rollouts."""
     parser.add_argument(
         "--workers",
         type=positive_int,
@@ -67,3 +71,17 @@ def add_rollout_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--threads", type=positive_int, default=2, help="torch CPU threads (default: %(default)s)"
     )
+    parser.add_argument(
+        "--backend",
+        choices=("namespace", "docker"),
+        default="namespace",
+        help="sandbox backend: namespace (daemon-less, needs root) or docker (a local engine; "
+        "each task runs in its environment image) (default: %(default)s)",
+    )
+
+
+def sandbox_backend(name: str) -> Backend:
+    """The swe-sandbox backend called ``name`` (``namespace`` or ``docker``)."""
+    from swe_sandbox import DockerBackend, NamespaceBackend
+
+    return DockerBackend() if name == "docker" else NamespaceBackend()

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from arctic_swe._argtypes import non_negative_int, positive_int
-from arctic_swe.cli._defaults import DEFAULT_DECK, SPLITS, add_rollout_options
+from arctic_swe.cli._defaults import DEFAULT_DECK, SPLITS, add_rollout_options, sandbox_backend
 from arctic_swe.cli._execute import CommandError, user_errors
 from arctic_swe.cli._output import check_writable, console, print_json_line, solved_counter
 from arctic_swe.cli._registry import Subparsers
@@ -83,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
         tasks = [task.spec for task in deck.split(args.split)[:count]]
         if not tasks:
             raise CommandError(f"the deck's {args.split} split is empty")
+        backend = sandbox_backend(args.backend)
         with stage_progress(note) as progress:
             for policy in args.policies:
                 bar = progress.add_task(str(policy), total=len(tasks) * args.samples, info="")
@@ -94,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
                         samples=args.samples,
                         seed=args.seed,
                         workers=args.workers,
+                        backend=backend,
                         on_done=solved_counter(progress, bar),
                     )
                 )

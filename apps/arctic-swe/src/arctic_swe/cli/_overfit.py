@@ -142,7 +142,14 @@ def _train(args: argparse.Namespace, run_dir: RunDir, config: RunConfig) -> int:
     with user_errors(*errors):
         try:
             torch.set_num_threads(args.warmstart_threads)
-            deck_dir = ensure_deck(Path(args.deck), config, note)
+            deck_dir = Path(args.deck)
+            # A file of task rows (deck.source) is the pool; the procedural deck is then only
+            # needed to warm-start a policy that does not exist yet.
+            if (
+                config.deck.source == "procedural"
+                or not (Path(args.policy) / "config.json").is_file()
+            ):
+                deck_dir = ensure_deck(deck_dir, config, note)
             stage = "in the warm start (it resumes where it stopped)"
             policy_dir = ensure_policy(Path(args.policy), deck_dir, config, note)
             stage = ""

@@ -6,7 +6,13 @@ import argparse
 from pathlib import Path
 
 from arctic_swe._argtypes import non_negative_int, positive_int
-from arctic_swe.cli._defaults import DEFAULT_DECK, DEFAULT_POLICY, SPLITS, add_rollout_options
+from arctic_swe.cli._defaults import (
+    DEFAULT_DECK,
+    DEFAULT_POLICY,
+    SPLITS,
+    add_rollout_options,
+    sandbox_backend,
+)
 from arctic_swe.cli._execute import user_errors
 from arctic_swe.cli._output import check_writable, console, print_json_line, solved_counter
 from arctic_swe.cli._registry import Subparsers
@@ -86,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
                     tasks,
                     tokenizer,
                     workers=args.workers,
+                    backend=sandbox_backend(args.backend),
                     on_done=solved_counter(progress, bar),
                 )
             )

@@ -19,6 +19,7 @@ from arctic_swe.config._schema import (
     MetricsSection,
     RunConfig,
     RunSection,
+    SandboxSection,
     TrainerSection,
 )
 
@@ -33,6 +34,7 @@ __all__ = [
     "RunDir",
     "RunDirError",
     "RunSection",
+    "SandboxSection",
     "TrainerSection",
     "apply_overrides",
     "from_mapping",

@@ -18,9 +18,11 @@ from arctic_swe.config._errors import RunConfigError
 from arctic_swe.config._schema import (
     AGGREGATIONS,
     ENGINE_KINDS,
+    PROCEDURAL_DECK,
     RATIO_CONTROLS,
     REFRESH_MODES,
     ROUTING_POLICIES,
+    SANDBOX_BACKENDS,
     SECTIONS,
     TRAINER_KINDS,
     RunConfig,
@@ -183,6 +185,17 @@ def validate(config: RunConfig) -> None:
     _require(deck.hard_consecutive_zero >= 0, "deck.hard_consecutive_zero", "must be >= 0")
     _require(deck.replay_every >= 1, "deck.replay_every", "must be >= 1")
     _require(deck.replay_size >= 0, "deck.replay_size", "must be >= 0")
+    _require(
+        deck.source == PROCEDURAL_DECK or deck.source.endswith((".jsonl", ".json")),
+        "deck.source",
+        f'must be "{PROCEDURAL_DECK}" or the path of a .jsonl file of task rows, '
+        f"got {deck.source!r}",
+    )
+    _require(
+        config.sandbox.backend in SANDBOX_BACKENDS,
+        "sandbox.backend",
+        f"must be one of {SANDBOX_BACKENDS}, got {config.sandbox.backend!r}",
+    )
     _require(engine.engines >= 1, "engine.engines", "must be >= 1")
     _require(engine.capacity >= 1, "engine.capacity", "must be >= 1")
     _require(engine.max_resident >= 1, "engine.max_resident", "must be >= 1")

@@ -16,6 +16,8 @@ REFRESH_MODES = ("inflight", "drain")
 RATIO_CONTROLS = ("mask", "ppo_clip")
 AGGREGATIONS = ("token_mean", "rollout_mean")
 TRAINER_KINDS = ("inprocess", "remote")
+SANDBOX_BACKENDS = ("namespace", "docker")
+PROCEDURAL_DECK = "procedural"
 
 
 @attrs.frozen
@@ -45,6 +47,10 @@ class DeckSection:
     hard_consecutive_zero: int = 0  # 0 = never retire hard tasks (the final recipe)
     replay_every: int = 5  # updates between replay probes of retired tasks
     replay_size: int = 2  # retired tasks probed per replay (0: no replay probes)
+    # Where the RL pool comes from: "procedural" (the embedded deck in --deck, generated if
+    # absent) or the path of a JSON-lines file of task rows: the tasks.jsonl that ``arctic-swe
+    # deck import`` writes, swe-curate's kept.jsonl, or SWE-bench / SWE-rebench / R2E-Gym rows.
+    source: str = "procedural"
 
 
 @attrs.frozen
@@ -98,6 +104,15 @@ class HarnessSection:
 
 
 @attrs.frozen
+class SandboxSection:
+    """Where rollouts and grades run (swe-sandbox; Arctic-SWE §5, sandbox isolation)."""
+
+    # "namespace": daemon-less Linux namespaces (root, no engine); "docker": a local Docker
+    # engine, each task in its own environment image when it names one.
+    backend: str = "namespace"
+
+
+@attrs.frozen
 class TrainerSection:
     """The optimizer and the objective (cispo-loss; Arctic-SWE §5)."""
 
@@ -141,6 +156,7 @@ class RunConfig:
     deck: DeckSection = attrs.field(factory=DeckSection)
     engine: EngineSection = attrs.field(factory=EngineSection)
     harness: HarnessSection = attrs.field(factory=HarnessSection)
+    sandbox: SandboxSection = attrs.field(factory=SandboxSection)
     trainer: TrainerSection = attrs.field(factory=TrainerSection)
     metrics: MetricsSection = attrs.field(factory=MetricsSection)
 

@@ -1,5 +1,6 @@
 """The embedded deck: procedurally generated Python repositories with one injected bug each,
-as swe-sandbox ``TaskSpec`` s, validated by swe-curate's Pipeline 1 (ARCHITECTURE.md §4)."""
+as swe-sandbox ``TaskSpec`` s, validated by swe-curate's Pipeline 1 (ARCHITECTURE.md §4); and
+imported decks of real tasks (dataset rows checked one by one, :func:`import_deck`)."""
 
 from arctic_swe.deck._deck import (
     SPLITS,
@@ -12,12 +13,24 @@ from arctic_swe.deck._deck import (
 )
 from arctic_swe.deck._errors import DeckConfigError, DeckError, DeckFormatError
 from arctic_swe.deck._functions import FunctionSpec, evaluate, inject_bug, make_function
+from arctic_swe.deck._import import (
+    IMPORT_FILE,
+    TASKS_FILE,
+    VALIDATIONS,
+    ImportedTask,
+    ImportOptions,
+    import_deck,
+    load_task_rows,
+)
 from arctic_swe.deck._repo import GeneratedTask, generate_task
 from arctic_swe.deck._validate import AUDIT_FILE, ValidationReport, validate_deck
 
 __all__ = [
     "AUDIT_FILE",
+    "IMPORT_FILE",
     "SPLITS",
+    "TASKS_FILE",
+    "VALIDATIONS",
     "Deck",
     "DeckConfig",
     "DeckConfigError",
@@ -26,12 +39,16 @@ __all__ = [
     "DeckTask",
     "FunctionSpec",
     "GeneratedTask",
+    "ImportOptions",
+    "ImportedTask",
     "ValidationReport",
     "evaluate",
     "generate_task",
     "generate_tasks",
+    "import_deck",
     "inject_bug",
     "load_deck",
+    "load_task_rows",
     "make_function",
     "validate_deck",
     "write_deck",

@@ -16,6 +16,10 @@ On disk::
     DIR/deck.json             manifest: config, splits, every task's fields
     DIR/repos/ID/...          the buggy tree of each task (its base commit)
     DIR/audit.jsonl           Pipeline 1 records (written by :func:`validate_deck`)
+
+An imported deck (``arctic-swe deck import``, :mod:`arctic_swe.deck._import`) uses the same
+manifest with each task's full row under ``"task"`` and no ``repos/``; it has no scripted-expert
+fields (``bug_path`` and the lines are empty), so it trains and evaluates but cannot warm-start.
 """
 
 from __future__ import annotations
@@ -209,6 +213,10 @@ def load_deck(root: str | os.PathLike[str]) -> Deck:
 
 
 def _deck_task(directory: Path, record: Mapping[str, Any]) -> DeckTask:
+    if "task" in record:  # an imported deck (`arctic-swe deck import`): a native task row
+        from arctic_swe.deck._import import task_of_row
+
+        return DeckTask(task_of_row(record["task"]), record["split"], "", "", "")
     repo = directory / "repos" / record["instance_id"]
     if not repo.is_dir():
         raise DeckFormatError(f"task repository missing: {repo}")

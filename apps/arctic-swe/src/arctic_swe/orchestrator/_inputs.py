@@ -7,6 +7,7 @@ deck and one warm start.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from rich.console import Console
@@ -28,10 +29,11 @@ from swe_sandbox import NamespaceBackend
 def ensure_deck(deck_dir: Path, config: RunConfig, console: Console) -> Path:
     """Reuse ``deck_dir`` if it holds a deck and its tokenizer, else generate one (pool of at
     least the config's size) and train its tokenizer."""
-    # A deck counts once its tokenizer is saved too: an interrupted build is built again.
+    # A deck counts once its tokenizer is saved too: an interrupted build is built again. An
+    # imported deck (`arctic-swe deck import`) has no tokenizer (the policy's is used): reused.
     if (deck_dir / "deck.json").is_file() and (
-        deck_dir / TOKENIZER_DIR / "tokenizer.json"
-    ).is_file():
+        (deck_dir / TOKENIZER_DIR / "tokenizer.json").is_file() or _imported(deck_dir)
+    ):
         return deck_dir
     from arctic_swe.warmstart._corpus import deck_corpus
 
@@ -40,6 +42,14 @@ def ensure_deck(deck_dir: Path, config: RunConfig, console: Console) -> Path:
     tokenizer = train_tokenizer(deck_corpus(deck, TINY_HARNESS), DEFAULT_VOCAB_SIZE)
     save_tokenizer(tokenizer, deck_dir / TOKENIZER_DIR)
     return deck_dir
+
+
+def _imported(deck_dir: Path) -> bool:
+    try:
+        manifest = json.loads((deck_dir / "deck.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(manifest, dict) and manifest.get("kind") == "imported"
 
 
 def ensure_policy(policy_dir: Path, deck_dir: Path, config: RunConfig, console: Console) -> Path:
@@ -54,7 +64,10 @@ def ensure_policy(policy_dir: Path, deck_dir: Path, config: RunConfig, console: 
     tokenizer = load_tokenizer(deck_dir / TOKENIZER_DIR)
     tasks = deck.split("warmstart")[:WARMSTART_TASKS]
     if not tasks:
-        raise SetupError(f"deck {deck_dir} has no warm-start split")
+        raise SetupError(
+            f"deck {deck_dir} has no warm-start split (an imported deck has none): pass "
+            "--policy an existing checkpoint, e.g. one `arctic-swe warmstart` wrote"
+        )
     warm_start_live(
         tasks,
         tokenizer,

@@ -16,8 +16,10 @@ import torch
 from torch import nn
 
 from arctic_swe.chat import IM_END, ChatError, load_tokenizer, special_id
+from arctic_swe.cli._defaults import sandbox_backend
 from arctic_swe.config import RunConfig, RunDir
-from arctic_swe.deck import DeckError, load_deck
+from arctic_swe.config._schema import PROCEDURAL_DECK
+from arctic_swe.deck import DeckError, load_deck, load_task_rows
 from arctic_swe.distributed import (
     DistributedTrainerError,
     InProcessTrainer,
@@ -48,9 +50,16 @@ from arctic_swe.trainer import (
 )
 from deck_evictor import Deck, EvictionRules, ReplayPolicy
 from load_router import LeastLoaded, PolicyClock, Router, SessionHash
-from swe_sandbox import Backend, NamespaceBackend, SandboxPool
+from swe_sandbox import Backend, SandboxPool, TaskSpec
 
-__all__ = ["EngineFactory", "Inputs", "SetupError", "_torch_engine", "open_components"]
+__all__ = [
+    "EngineFactory",
+    "Inputs",
+    "SetupError",
+    "_torch_engine",
+    "open_components",
+    "pool_tasks",
+]
 
 
 class SetupError(RuntimeError):
@@ -100,6 +109,23 @@ def _evictor(config: RunConfig, task_ids: list[str]) -> Deck:
     return Deck(task_ids, rules=rules, replay=replay, seed=config.run.seed)
 
 
+def pool_tasks(config: RunConfig, deck_dir: Path) -> dict[str, TaskSpec]:
+    """The stress-test pool: the first ``deck.pool_size`` tasks of ``deck.source`` (a file of
+    task rows) or, when it is ``procedural``, of the deck in ``deck_dir``'s pool split."""
+    if config.deck.source == PROCEDURAL_DECK:
+        where = f"deck {deck_dir}"
+        found = {t.instance_id: t.spec for t in load_deck(deck_dir).split("pool")}
+    else:
+        where = f"deck.source {config.deck.source}"
+        found = load_task_rows(config.deck.source)
+    if len(found) < config.deck.pool_size:
+        raise SetupError(
+            f"{where} has {len(found)} pool tasks, the config needs {config.deck.pool_size} "
+            f"(set deck.pool_size <= {len(found)})"
+        )
+    return dict(list(found.items())[: config.deck.pool_size])
+
+
 @asynccontextmanager
 async def open_components(
     config: RunConfig,
@@ -112,18 +138,12 @@ async def open_components(
 ) -> AsyncIterator[Components]:
     """The loop's parts, ready to run; engines and sandboxes are closed on exit."""
     try:
-        deck_tasks = list(load_deck(inputs.deck_dir).split("pool"))
+        tasks = pool_tasks(config, inputs.deck_dir)
         tokenizer = load_tokenizer(inputs.policy_dir)
         # an unsupported chat template is a one-line error now, not a failed first episode
         episode_format(tokenizer, harness_config(config))
     except (DeckError, ChatError, OSError) as exc:
         raise SetupError(str(exc)) from exc
-    if len(deck_tasks) < config.deck.pool_size:
-        raise SetupError(
-            f"deck {inputs.deck_dir} has {len(deck_tasks)} pool tasks, the config needs "
-            f"{config.deck.pool_size}"
-        )
-    tasks = {t.instance_id: t.spec for t in deck_tasks[: config.deck.pool_size]}
     torch.manual_seed(config.run.seed)
     deck, version = _evictor(config, list(tasks)), 0
     resume_groups: list[tuple[str, int | None]] = []
@@ -188,7 +208,10 @@ async def _serving(
     backend: Backend | None,
 ) -> AsyncIterator[tuple[EngineSet, SandboxPool]]:
     """The engines and the sandbox pool, closed on exit."""
-    pool = SandboxPool(backend or NamespaceBackend(), max_concurrency=config.harness.sandboxes)
+    pool = SandboxPool(
+        backend or sandbox_backend(config.sandbox.backend),
+        max_concurrency=config.harness.sandboxes,
+    )
     try:
         async with open_engines(config, run, engine_inputs, engine_factory) as engines, pool:
             yield engines, pool
