@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import torch
 
+from hybrid_numerics._precision_flags import ieee_fp32, state_bmm
 from hybrid_numerics._validate import GDNShapes
 from hybrid_numerics._varlen import pad_packed, seq_bounds, unpad_packed
 from hybrid_numerics.reference import l2norm
@@ -107,7 +108,7 @@ class ChunkTerms:
     def outputs(self, states: torch.Tensor, T: int) -> torch.Tensor:
         """``O = attn u + (qd - attn w) S_c`` for states ``[B, H, G, NC(+1), K, V]`` -> ``[B, T, HV, V]``."""
         B, H, G, NC, C, V = self.u.shape
-        o = self.attn @ self.u + (self.qd - self.attn @ self.w) @ states[:, :, :, :NC]
+        o = self.attn @ self.u + state_bmm(self.qd - self.attn @ self.w, states[:, :, :, :NC])
         return o.reshape(B, H * G, NC * C, V)[:, :, :T].transpose(1, 2)
 
 
@@ -246,7 +247,10 @@ def _chunk_block(
     del u, w, kd
     # O = attn (u - w S) + qd S, one batched product over every (chunk, head) pair.
     o = torch.bmm(attn.reshape(-1, C, C), fresh.reshape(-1, C, V))
-    o.baddbmm_(qd.reshape(-1, C, K), entering.reshape(-1, K, V))  # in place: no copy of o
+    if entering.requires_grad:  # the state product's backward with TF32 off, too
+        o = o + state_bmm(qd.reshape(-1, C, K), entering.reshape(-1, K, V))
+    else:
+        o.baddbmm_(qd.reshape(-1, C, K), entering.reshape(-1, K, V))  # in place: no copy of o
     del entering, fresh, attn, qd
     return o.reshape(NC, B, H * G, C, V).permute(1, 0, 3, 2, 4), final.reshape(B, H * G, K, V)
 
@@ -513,28 +517,39 @@ class _Scan(torch.autograd.Function):
         d_final: torch.Tensor,
         d_fresh: torch.Tensor,
     ) -> tuple[torch.Tensor, ...]:
-        w, kd, decay, states, fresh = ctx.saved_tensors  # type: ignore[attr-defined]
-        NC, N, C, V = fresh.shape
-        K = w.shape[-1]
-        # d_s[c]: total gradient of the state entering chunk c (d_s[NC]: of the final state)
-        d_s = torch.empty(NC + 1, N, K, V, dtype=fresh.dtype, device=fresh.device)
-        d_s[NC].copy_(d_final)
-        d_fresh_total = torch.empty_like(fresh)
-        # <S_c, dS_{c+1}> per chunk, inside the loop: a batched dot product after it would need
-        # an [NC, N, K, V] temporary (fresh memory, i.e. page faults, on a CPU).
-        d_decay = fresh.new_empty(NC, N)
-        for c in range(NC - 1, -1, -1):
-            torch.linalg.vecdot(states[c].reshape(N, K * V), d_s[c + 1].reshape(N, K * V),
-                                out=d_decay[c])  # fmt: skip
-            torch.baddbmm(d_fresh[c], kd[c], d_s[c + 1], out=d_fresh_total[c])
-            torch.mul(d_s[c + 1], decay[c], out=d_s[c])
-            d_s[c].add_(d_entering[c])
-            d_s[c].baddbmm_(w[c].transpose(1, 2), d_fresh_total[c], alpha=-1.0)
-        flat_fresh = d_fresh_total.reshape(NC * N, C, V)
-        d_w = torch.bmm(flat_fresh, states.reshape(NC * N, K, V).transpose(1, 2))
-        d_kd = torch.bmm(fresh.reshape(NC * N, C, V), d_s[1:].reshape(NC * N, K, V).transpose(1, 2))
-        d_decay = d_decay.reshape(NC, N, 1, 1)
-        return d_fresh_total, d_w.neg_().reshape(w.shape), d_kd.reshape(kd.shape), d_decay, d_s[0]
+        with ieee_fp32():
+            return _scan_backward(ctx.saved_tensors, d_entering, d_final, d_fresh)  # type: ignore[attr-defined]
+
+
+def _scan_backward(
+    saved: tuple[torch.Tensor, ...],
+    d_entering: torch.Tensor,
+    d_final: torch.Tensor,
+    d_fresh: torch.Tensor,
+) -> tuple[torch.Tensor, ...]:
+    """The body of :meth:`_Scan.backward` (see there)."""
+    w, kd, decay, states, fresh = saved
+    NC, N, C, V = fresh.shape
+    K = w.shape[-1]
+    # d_s[c]: total gradient of the state entering chunk c (d_s[NC]: of the final state)
+    d_s = torch.empty(NC + 1, N, K, V, dtype=fresh.dtype, device=fresh.device)
+    d_s[NC].copy_(d_final)
+    d_fresh_total = torch.empty_like(fresh)
+    # <S_c, dS_{c+1}> per chunk, inside the loop: a batched dot product after it would need
+    # an [NC, N, K, V] temporary (fresh memory, i.e. page faults, on a CPU).
+    d_decay = fresh.new_empty(NC, N)
+    for c in range(NC - 1, -1, -1):
+        torch.linalg.vecdot(states[c].reshape(N, K * V), d_s[c + 1].reshape(N, K * V),
+                            out=d_decay[c])  # fmt: skip
+        torch.baddbmm(d_fresh[c], kd[c], d_s[c + 1], out=d_fresh_total[c])
+        torch.mul(d_s[c + 1], decay[c], out=d_s[c])
+        d_s[c].add_(d_entering[c])
+        d_s[c].baddbmm_(w[c].transpose(1, 2), d_fresh_total[c], alpha=-1.0)
+    flat_fresh = d_fresh_total.reshape(NC * N, C, V)
+    d_w = torch.bmm(flat_fresh, states.reshape(NC * N, K, V).transpose(1, 2))
+    d_kd = torch.bmm(fresh.reshape(NC * N, C, V), d_s[1:].reshape(NC * N, K, V).transpose(1, 2))
+    d_decay = d_decay.reshape(NC, N, 1, 1)
+    return d_fresh_total, d_w.neg_().reshape(w.shape), d_kd.reshape(kd.shape), d_decay, d_s[0]
 
 
 def _scan_inplace(

@@ -19,35 +19,32 @@ Both run under ``TRITON_INTERPRET=1`` on CPU tensors: loop indices are used as p
 
 from __future__ import annotations
 
-import os
-
 import triton
 import triton.language as tl
 
-INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+from hybrid_numerics._triton_config import autotune_configs
 
-if INTERPRET:  # one config: the interpreter is slow and there is nothing to tune
-    _STATE_CONFIGS = [triton.Config({"BV": 16}, num_warps=1)]
-else:
-    _STATE_CONFIGS = [
-        triton.Config({"BV": bv}, num_warps=w, num_stages=s)
-        for bv in (16, 32, 64)
-        for w in (2, 4, 8)
-        for s in (2, 3)
-    ]
+# The pruned autotune set (<= 4 configs, env override): see hybrid_numerics._triton_config.
+_STATE_CONFIGS = autotune_configs()
 
 
 @triton.jit
 def recurrent_kernel(
-    q, k, v, g, beta, o, h0, ht, slots, cu_seqlens, scale, T,
+    q, k, v, g, beta, o, h0, ht, h_out, slots, cu_seqlens, scale, T,
     H: tl.constexpr, HV: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
     BK: tl.constexpr, BV: tl.constexpr,
     USE_INITIAL: tl.constexpr, STORE_FINAL: tl.constexpr, USE_SLOTS: tl.constexpr,
-    IS_VARLEN: tl.constexpr, USE_L2NORM: tl.constexpr,
+    STORE_OUT: tl.constexpr, IS_VARLEN: tl.constexpr, USE_L2NORM: tl.constexpr,
 ):  # fmt: skip
-    """Gated delta rule token by token; ``o`` is FP32 ``[B*T, HV, V]``; states ``[*, HV, K, V]``."""
-    i_v = tl.program_id(0)
-    i_nh = tl.program_id(1)
+    """Gated delta rule token by token; ``o`` is ``[B*T, HV, V]``; states ``[*, HV, K, V]``.
+
+    Grid: ``(N * HV, V blocks)`` - sequences x value heads on axis 0, whose limit is 2^31 - 1
+    (axes 1 and 2 stop at 65,535: 4,096 sequences x 32 heads would not launch there).
+    ``STORE_OUT``: also write the final state to ``h_out [N, HV, K, V]`` (row ``n``, whatever
+    the slot), so a cached call can return the final states like every other path.
+    """
+    i_nh = tl.program_id(0)
+    i_v = tl.program_id(1)
     i_n = i_nh // HV
     i_hv = i_nh % HV
     i_h = i_hv // (HV // H)
@@ -89,6 +86,9 @@ def recurrent_kernel(
         tl.store(o + (t * HV + i_hv) * V + o_v, b_o, mask=mask_v)
     if STORE_FINAL:
         tl.store(ht + h_off, state, mask=mask_s)
+    if STORE_OUT:
+        out_off = (i_n.to(tl.int64) * HV + i_hv) * K * V + o_k[:, None] * V + o_v[None, :]
+        tl.store(h_out + out_off, state, mask=mask_h)
 
 
 @triton.autotune(configs=_STATE_CONFIGS, key=["K", "V", "BC"])
@@ -104,8 +104,8 @@ def chunk_state_kernel(
     ``h0: [B*HV, K, V]``, ``states: [B*HV, NC + 1, K, V]`` (all FP32, contiguous). Launched by
     :mod:`hybrid_numerics._triton_scan` (with its backward, :func:`chunk_state_grad_kernel`).
     """
-    i_v = tl.program_id(0)
-    i_bh = tl.program_id(1).to(tl.int64)
+    i_bh = tl.program_id(0).to(tl.int64)
+    i_v = tl.program_id(1)
     o_k = tl.arange(0, BK)
     o_c = tl.arange(0, BC)
     o_v = i_v * BV + tl.arange(0, BV)
@@ -154,8 +154,8 @@ def chunk_state_grad_kernel(
     do not depend on ``BV``, so the autotuner may rerun the kernel with any config - every
     output is written, never accumulated into).
     """
-    i_v = tl.program_id(0)
-    i_bh = tl.program_id(1).to(tl.int64)
+    i_bh = tl.program_id(0).to(tl.int64)
+    i_v = tl.program_id(1)
     o_k = tl.arange(0, BK)
     o_c = tl.arange(0, BC)
     o_v = i_v * BV + tl.arange(0, BV)

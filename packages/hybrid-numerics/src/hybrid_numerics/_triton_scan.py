@@ -25,6 +25,7 @@ from __future__ import annotations
 import torch
 import triton
 
+from hybrid_numerics._precision_flags import ieee_fp32
 from hybrid_numerics._triton_kernels import chunk_state_grad_kernel, chunk_state_kernel
 
 
@@ -50,7 +51,7 @@ def _launch_forward(
     states = torch.empty(N, NC + 1, K, V, dtype=torch.float32, device=w.device)
 
     def grid(meta: dict[str, int]) -> tuple[int, int]:
-        return (triton.cdiv(V, meta["BV"]), N)
+        return (N, triton.cdiv(V, meta["BV"]))
 
     chunk_state_kernel[grid](
         w, u, kd, decay, h0 if h0 is not None else states, states, NC,
@@ -73,7 +74,7 @@ def _launch_backward(
     d_decay_cols = torch.empty(N, NC, V, dtype=torch.float32, device=w.device)
 
     def grid(meta: dict[str, int]) -> tuple[int, int]:
-        return (triton.cdiv(V, meta["BV"]), N)
+        return (N, triton.cdiv(V, meta["BV"]))
 
     chunk_state_grad_kernel[grid](
         w, kd, decay, states, d_states, d_s, d_fresh, d_decay_cols, NC,
@@ -103,23 +104,29 @@ class _TritonScan(torch.autograd.Function):
     def backward(
         ctx: torch.autograd.function.FunctionCtx, d_states: torch.Tensor
     ) -> tuple[torch.Tensor | None, ...]:
-        w, u, kd, decay, states = ctx.saved_tensors  # type: ignore[attr-defined]
-        need_w, need_u, need_kd, need_decay, need_h0 = ctx.needs_input_grad  # type: ignore[attr-defined]
-        d_s, d_fresh, d_decay = _launch_backward(
-            w, kd, decay, states, d_states.float().contiguous()
-        )
-        NC = w.shape[1]
-        entering = states[:, :NC]  # [N, NC, K, V], a strided view; matmul batches over it
-        d_w = d_kd = None
-        if need_w:
-            d_w = torch.matmul(d_fresh, entering.transpose(-1, -2)).neg_()
-        if need_kd:
-            fresh = u - torch.matmul(w, entering)
-            d_kd = torch.matmul(fresh, d_s[:, 1:].transpose(-1, -2))
-        return (
-            d_w,
-            d_fresh if need_u else None,
-            d_kd,
-            d_decay if need_decay else None,
-            d_s[:, 0].clone() if need_h0 else None,  # not a view pinning all of d_s
-        )
+        with ieee_fp32():  # the torch products below touch the states
+            return _scan_grads(ctx, d_states)
+
+
+def _scan_grads(
+    ctx: torch.autograd.function.FunctionCtx, d_states: torch.Tensor
+) -> tuple[torch.Tensor | None, ...]:
+    """The body of :meth:`_TritonScan.backward`."""
+    w, u, kd, decay, states = ctx.saved_tensors  # type: ignore[attr-defined]
+    need_w, need_u, need_kd, need_decay, need_h0 = ctx.needs_input_grad  # type: ignore[attr-defined]
+    d_s, d_fresh, d_decay = _launch_backward(w, kd, decay, states, d_states.float().contiguous())
+    NC = w.shape[1]
+    entering = states[:, :NC]  # [N, NC, K, V], a strided view; matmul batches over it
+    d_w = d_kd = None
+    if need_w:
+        d_w = torch.matmul(d_fresh, entering.transpose(-1, -2)).neg_()
+    if need_kd:
+        fresh = u - torch.matmul(w, entering)
+        d_kd = torch.matmul(fresh, d_s[:, 1:].transpose(-1, -2))
+    return (
+        d_w,
+        d_fresh if need_u else None,
+        d_kd,
+        d_decay if need_decay else None,
+        d_s[:, 0].clone() if need_h0 else None,  # not a view pinning all of d_s
+    )
