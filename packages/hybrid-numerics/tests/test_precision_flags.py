@@ -30,6 +30,8 @@ def test_ieee_block_switches_tf32_off_and_restores(tf32_enabled: None) -> None:
     with pytest.raises(RuntimeError, match="boom"), ieee_fp32():
         raise RuntimeError("boom")
     assert matmul.fp32_precision == "tf32"  # restored on the error path too
+    with ieee_fp32(enabled=False):  # CPU callers: the flag only changes CUDA products
+        assert matmul.fp32_precision == "tf32"
 
 
 def test_state_bmm_matches_matmul_in_value_and_gradient(tf32_enabled: None) -> None:

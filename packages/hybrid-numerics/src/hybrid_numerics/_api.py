@@ -159,7 +159,7 @@ def _run(
     all_live = validate_state_cache(
         state_cache, state_indices, shapes, initial_state, q.device, host_checks
     )
-    with ieee_fp32():  # the torch ops below that touch the state: never TF32
+    with ieee_fp32(q.is_cuda):  # the torch ops below that touch the state: never TF32
         if A_log is not None:
             g = gdn_gate(g, A_log, dt_bias)
         if use_beta_sigmoid_in_kernel:

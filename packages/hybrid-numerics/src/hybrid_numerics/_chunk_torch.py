@@ -517,7 +517,7 @@ class _Scan(torch.autograd.Function):
         d_final: torch.Tensor,
         d_fresh: torch.Tensor,
     ) -> tuple[torch.Tensor, ...]:
-        with ieee_fp32():
+        with ieee_fp32(d_final.is_cuda):
             return _scan_backward(ctx.saved_tensors, d_entering, d_final, d_fresh)  # type: ignore[attr-defined]
 
 

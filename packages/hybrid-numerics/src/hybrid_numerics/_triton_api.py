@@ -78,7 +78,7 @@ def run_triton(
         assert state_cache is not None
         assert state_indices is not None
         initial_state = gather_states(state_cache, state_indices, torch.float32)
-    with ieee_fp32():
+    with ieee_fp32(q.is_cuda):
         o, final = _chunk_autograd(
             q, k, v, g, beta, shapes, scale, initial_state, cu_seqlens, use_qk_l2norm
         )

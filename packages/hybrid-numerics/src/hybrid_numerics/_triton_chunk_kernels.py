@@ -212,5 +212,7 @@ def chunk_o_fwd_kernel(
     b_attn = b_attn * _pairwise_decay(gamma, o_t, INCLUSIVE=True)
     b_f = _load_rows(fresh, rows, mask_t, HV, i_hv, V, o_v, mask_v, False)
     b_o += tl.dot(b_attn, b_f, input_precision="ieee")
-    tl.store(o + (rows[:, None] * HV + i_hv) * V + o_v[None, :], b_o.to(o.dtype.element_ty),
+    if o.dtype.element_ty != tl.float32:  # round to nearest even, as torch's .to() does
+        b_o = b_o.to(o.dtype.element_ty, fp_downcast_rounding="rtne")
+    tl.store(o + (rows[:, None] * HV + i_hv) * V + o_v[None, :], b_o,
              mask=mask_t[:, None] & mask_v[None, :])  # fmt: skip

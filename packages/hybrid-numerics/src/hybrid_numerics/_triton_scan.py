@@ -104,7 +104,7 @@ class _TritonScan(torch.autograd.Function):
     def backward(
         ctx: torch.autograd.function.FunctionCtx, d_states: torch.Tensor
     ) -> tuple[torch.Tensor | None, ...]:
-        with ieee_fp32():  # the torch products below touch the states
+        with ieee_fp32(d_states.is_cuda):  # the torch products below touch the states
             return _scan_grads(ctx, d_states)
 
 
