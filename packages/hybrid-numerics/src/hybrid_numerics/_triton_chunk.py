@@ -90,5 +90,6 @@ def chunk_forward(
     chunk_o_fwd_kernel[o_grid](
         q, k, fresh, h, g, o, cu, chunk_index, scale, T,
         H=H, HV=HV, K=K, V=V, BT=BT, BK=BK, USE_L2NORM=use_qk_l2norm, IS_VARLEN=varlen,
+        OUT_F32=v.dtype == torch.float32,
     )  # fmt: skip
     return o, ht

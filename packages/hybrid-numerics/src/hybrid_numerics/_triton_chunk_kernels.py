@@ -185,7 +185,7 @@ def chunk_o_fwd_kernel(
     q, k, fresh, h, g, o, cu_seqlens, chunk_index, scale, T,
     H: tl.constexpr, HV: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
     BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
-    USE_L2NORM: tl.constexpr, IS_VARLEN: tl.constexpr,
+    USE_L2NORM: tl.constexpr, IS_VARLEN: tl.constexpr, OUT_F32: tl.constexpr,
 ):  # fmt: skip
     """``o [B·T, HV, V]`` (the output dtype) of one (chunk, value head, V block)."""
     i_c = tl.program_id(0).to(tl.int64)
@@ -212,7 +212,7 @@ def chunk_o_fwd_kernel(
     b_attn = b_attn * _pairwise_decay(gamma, o_t, INCLUSIVE=True)
     b_f = _load_rows(fresh, rows, mask_t, HV, i_hv, V, o_v, mask_v, False)
     b_o += tl.dot(b_attn, b_f, input_precision="ieee")
-    if o.dtype.element_ty != tl.float32:  # round to nearest even, as torch's .to() does
+    if not OUT_F32:  # round to nearest even, as torch's .to() does
         b_o = b_o.to(o.dtype.element_ty, fp_downcast_rounding="rtne")
     tl.store(o + (rows[:, None] * HV + i_hv) * V + o_v[None, :], b_o,
              mask=mask_t[:, None] & mask_v[None, :])  # fmt: skip

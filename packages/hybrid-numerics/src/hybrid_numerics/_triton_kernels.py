@@ -131,31 +131,32 @@ def chunk_state_kernel(
     tl.store(states + (i_bh * (NC + 1) + NC) * K * V + hv_off, state, mask=mask_h)
 
 
-@triton.autotune(configs=_STATE_CONFIGS, key=["K", "V", "BC"])
 @triton.jit
 def chunk_state_grad_kernel(
-    w, kd, decay, states, d_states, d_s, d_fresh, d_decay_cols, NC,
+    w, u, kd, decay, states, d_states, d_s, d_fresh, d_decay_cols, d_w_part, d_kd_part, NC,
     K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, BC: tl.constexpr, BV: tl.constexpr,
 ):  # fmt: skip
-    """Reverse scan of :func:`chunk_state_kernel`. Walking ``c = NC-1 .. 0``:
+    """Reverse scan of :func:`chunk_state_kernel` with the weight gradients. Walking
+    ``c = NC-1 .. 0``:
 
         dfresh_c = kd_c dS_{c+1}
+        dW_c     = -dfresh_c S_c^T
+        dKd_c    = (u_c - w_c S_c) dS_{c+1}^T
+        da_c     = <S_c, dS_{c+1}>
         dS_c     = d_states_c + decay_c dS_{c+1} - w_c^T dfresh_c
-        da_c     = <S_c, dS_{c+1}>    (here only its sum over K, per column v)
 
-    with ``dS_NC = d_states_NC`` (the final state's gradient). Inputs: ``w, kd: [B*HV, NC, BC,
-    K]``, ``decay: [B*HV, NC]``, ``states, d_states: [B*HV, NC + 1, K, V]`` (the forward's
-    states and their incoming gradients). Outputs: ``d_s: [B*HV, NC + 1, K, V]`` (every total
-    state gradient; ``d_s[:, 0]`` is the initial state's), ``d_fresh: [B*HV, NC, BC, V]``,
-    ``d_decay_cols: [B*HV, NC, V]``. All FP32 and contiguous.
-
-    ``da_c`` is a reduction over the whole ``[K, V]`` state, which spans several programs; each
-    stores its column sums and the caller adds them (no atomics: deterministic, and the outputs
-    do not depend on ``BV``, so the autotuner may rerun the kernel with any config - every
-    output is written, never accumulated into).
+    with ``dS_NC = d_states_NC`` (the final state's gradient); every product an FP32 ``ieee``
+    dot. Inputs: ``w, kd: [N, NC, BC, K]``, ``u: [N, NC, BC, V]``, ``decay: [N, NC]``,
+    ``states, d_states: [N, NC + 1, K, V]``. Outputs: ``d_s: [N, NC + 1, K, V]`` (every total
+    state gradient; ``d_s[:, 0]`` is the initial state's), ``d_fresh: [N, NC, BC, V]``, and
+    the partial sums over this program's V block of the three reductions over V:
+    ``d_decay_cols: [N, NC, V]`` (per column), ``d_w_part, d_kd_part: [NVB, N, NC, BC, K]``
+    (per V block). The caller adds them up - no atomics, deterministic. Not autotuned: the
+    partials' layout depends on ``BV``.
     """
     i_bh = tl.program_id(0).to(tl.int64)
     i_v = tl.program_id(1)
+    n_rows = tl.num_programs(0).to(tl.int64)
     o_k = tl.arange(0, BK)
     o_c = tl.arange(0, BC)
     o_v = i_v * BV + tl.arange(0, BV)
@@ -174,10 +175,16 @@ def chunk_state_grad_kernel(
         ck = base * BC * K + o_c[:, None] * K + o_k[None, :]
         b_w = tl.load(w + ck, mask=mask_k[None, :], other=0.0)
         b_kd = tl.load(kd + ck, mask=mask_k[None, :], other=0.0)
+        cv = base * BC * V + o_c[:, None] * V + o_v[None, :]
+        b_u = tl.load(u + cv, mask=mask_v[None, :], other=0.0)
         b_df = tl.dot(b_kd, d_state, input_precision="ieee")  # [BC, BV], FP32 dot
-        tl.store(
-            d_fresh + base * BC * V + o_c[:, None] * V + o_v[None, :], b_df, mask=mask_v[None, :]
-        )
+        tl.store(d_fresh + cv, b_df, mask=mask_v[None, :])
+        b_fresh = b_u - tl.dot(b_w, b_s, input_precision="ieee")
+        part = ((i_v * n_rows + i_bh) * NC + c) * BC * K + o_c[:, None] * K + o_k[None, :]
+        b_dw = -tl.dot(b_df, tl.trans(b_s), input_precision="ieee")  # [BC, BK]
+        tl.store(d_w_part + part, b_dw, mask=mask_k[None, :])
+        b_dkd = tl.dot(b_fresh, tl.trans(d_state), input_precision="ieee")
+        tl.store(d_kd_part + part, b_dkd, mask=mask_k[None, :])
         d_state = d_state * tl.load(decay + base)
         d_state -= tl.dot(tl.trans(b_w), b_df, input_precision="ieee")
         d_state += tl.load(d_states + s_base + c * K * V + hv_off, mask=mask_h, other=0.0)

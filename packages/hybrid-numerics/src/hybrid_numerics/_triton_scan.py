@@ -8,10 +8,10 @@ state gradient is sequential (:func:`chunk_state_grad_kernel`, FP32, reverse ove
     dS_c     = dS_c(ext) + a_c dS_{c+1} - W_c^T dfresh_c
     da_c     = <S_c, dS_{c+1}>
 
-and the weight gradients are batched FP32 products after it: ``du = dfresh``,
-``dW = -dfresh S_c^T``, ``dKd = fresh dS_{c+1}^T`` with ``fresh = u - W S_c`` recomputed from
-the saved states (one batched product; cheaper in memory than saving ``fresh`` from the forward,
-which the Triton forward never materialises). Unlike ``_Scan``, ``fresh`` is not an output
+and the weight gradients ``du = dfresh``, ``dW = -dfresh S_c^T``, ``dKd = fresh dS_{c+1}^T``
+come out of the same kernel (``fresh = u - W S_c`` recomputed there from the saved state:
+cheaper in memory than saving it), as per-V-block partial sums the launcher adds up. Every
+product that touches a state is an FP32 ``ieee`` dot. Unlike ``_Scan``, ``fresh`` is not an output
 here: the Triton path's outputs read ``u``, ``W`` and the states directly
 (:meth:`ChunkTerms.outputs`), so ``dfresh`` has no external part.
 
@@ -25,7 +25,7 @@ from __future__ import annotations
 import torch
 import triton
 
-from hybrid_numerics._precision_flags import ieee_fp32
+from hybrid_numerics._triton_config import INTERPRET
 from hybrid_numerics._triton_kernels import chunk_state_grad_kernel, chunk_state_kernel
 
 
@@ -61,26 +61,27 @@ def _launch_forward(
 
 
 def _launch_backward(
-    w: torch.Tensor, kd: torch.Tensor, decay: torch.Tensor, states: torch.Tensor,
-    d_states: torch.Tensor,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:  # fmt: skip
-    """``(d_s [N, NC+1, K, V], d_fresh [N, NC, C, V], d_decay [N, NC])``."""
+    w: torch.Tensor, u: torch.Tensor, kd: torch.Tensor, decay: torch.Tensor,
+    states: torch.Tensor, d_states: torch.Tensor,
+) -> tuple[torch.Tensor, ...]:  # fmt: skip
+    """``(d_s [N, NC+1, K, V], d_fresh = du [N, NC, C, V], d_decay [N, NC], dW, dKd [N, NC, C, K])``."""
     N, NC, C, K = w.shape
     V = states.shape[-1]
+    # One fixed block size (no autotuner): the partial sums below are laid out per V block.
+    BV = 16 if INTERPRET else min(64, max(16, triton.next_power_of_2(V)))
+    n_vb = triton.cdiv(V, BV)
+    f32 = torch.float32
     d_s = torch.empty_like(states)
-    d_fresh = torch.empty(N, NC, C, V, dtype=torch.float32, device=w.device)
-    # Per-column partial sums of <S_c, dS_{c+1}>: their layout does not depend on the block
-    # size, so an autotuner rerun with another BV overwrites every entry (see the kernel).
-    d_decay_cols = torch.empty(N, NC, V, dtype=torch.float32, device=w.device)
-
-    def grid(meta: dict[str, int]) -> tuple[int, int]:
-        return (N, triton.cdiv(V, meta["BV"]))
-
-    chunk_state_grad_kernel[grid](
-        w, kd, decay, states, d_states, d_s, d_fresh, d_decay_cols, NC,
-        K=K, V=V, BK=triton.next_power_of_2(K), BC=C,
+    d_fresh = torch.empty(N, NC, C, V, dtype=f32, device=w.device)
+    d_decay_cols = torch.empty(N, NC, V, dtype=f32, device=w.device)
+    d_w_part = torch.empty(n_vb, N, NC, C, K, dtype=f32, device=w.device)
+    d_kd_part = torch.empty(n_vb, N, NC, C, K, dtype=f32, device=w.device)
+    chunk_state_grad_kernel[(N, n_vb)](
+        w, u, kd, decay, states, d_states, d_s, d_fresh, d_decay_cols, d_w_part, d_kd_part, NC,
+        K=K, V=V, BK=max(16, triton.next_power_of_2(K)), BC=C, BV=BV,
+        num_warps=1 if INTERPRET else 4,
     )  # fmt: skip
-    return d_s, d_fresh, d_decay_cols.sum(-1)
+    return d_s, d_fresh, d_decay_cols.sum(-1), d_w_part.sum(0), d_kd_part.sum(0)
 
 
 class _TritonScan(torch.autograd.Function):
@@ -104,29 +105,23 @@ class _TritonScan(torch.autograd.Function):
     def backward(
         ctx: torch.autograd.function.FunctionCtx, d_states: torch.Tensor
     ) -> tuple[torch.Tensor | None, ...]:
-        with ieee_fp32(d_states.is_cuda):  # the torch products below touch the states
-            return _scan_grads(ctx, d_states)
+        return _scan_grads(ctx, d_states)
 
 
 def _scan_grads(
     ctx: torch.autograd.function.FunctionCtx, d_states: torch.Tensor
 ) -> tuple[torch.Tensor | None, ...]:
-    """The body of :meth:`_TritonScan.backward`."""
+    """The body of :meth:`_TritonScan.backward`: every gradient from the reverse-scan kernel
+    (the weight gradients' sums over V blocks are the only torch ops, and touch no state)."""
     w, u, kd, decay, states = ctx.saved_tensors  # type: ignore[attr-defined]
     need_w, need_u, need_kd, need_decay, need_h0 = ctx.needs_input_grad  # type: ignore[attr-defined]
-    d_s, d_fresh, d_decay = _launch_backward(w, kd, decay, states, d_states.float().contiguous())
-    NC = w.shape[1]
-    entering = states[:, :NC]  # [N, NC, K, V], a strided view; matmul batches over it
-    d_w = d_kd = None
-    if need_w:
-        d_w = torch.matmul(d_fresh, entering.transpose(-1, -2)).neg_()
-    if need_kd:
-        fresh = u - torch.matmul(w, entering)
-        d_kd = torch.matmul(fresh, d_s[:, 1:].transpose(-1, -2))
+    d_s, d_fresh, d_decay, d_w, d_kd = _launch_backward(
+        w, u, kd, decay, states, d_states.float().contiguous()
+    )
     return (
-        d_w,
+        d_w if need_w else None,
         d_fresh if need_u else None,
-        d_kd,
+        d_kd if need_kd else None,
         d_decay if need_decay else None,
         d_s[:, 0].clone() if need_h0 else None,  # not a view pinning all of d_s
     )
