@@ -38,6 +38,19 @@ def emit(row: dict[str, Any]) -> None:
     print(json.dumps(row), flush=True)
 
 
+def disable_tf32() -> str:
+    """TF32 off for the whole process (fla's and our torch glue then multiply in IEEE FP32);
+    the new flag API where the image's torch has it (>= 2.9), the legacy flags otherwise."""
+    try:
+        torch.backends.cuda.matmul.fp32_precision = "ieee"
+        torch.backends.cudnn.conv.fp32_precision = "ieee"
+        return "fp32_precision=ieee"
+    except AttributeError:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        return "allow_tf32=False"
+
+
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -261,9 +274,7 @@ def main() -> None:
             )
             return
         os.environ["TRITON_INTERPRET"] = "1"  # before hybrid_numerics' kernels are imported
-    # TF32 off for the whole process: fla's and our torch glue then multiply in IEEE FP32.
-    torch.backends.cuda.matmul.fp32_precision = "ieee"
-    torch.backends.cudnn.conv.fp32_precision = "ieee"
+    tf32 = disable_tf32()
     args.dim, h = 128, 16
     if args.smoke:
         args.dim, h, args.T, args.hv, args.decode_batch, args.rep_ms = 16, 1, [70], [2], [4], 20
@@ -271,7 +282,7 @@ def main() -> None:
     started = time.perf_counter()
     emit({"row": "env", "device": torch.cuda.get_device_name() if cuda else "cpu (TRITON_INTERPRET=1)",
           "torch": torch.__version__, "python": sys.version.split()[0],
-          "interpret": os.environ.get("TRITON_INTERPRET") == "1"})  # fmt: skip
+          "interpret": os.environ.get("TRITON_INTERPRET") == "1", "tf32": tf32})  # fmt: skip
     peers = load_peers()
     for hv in args.hv:
         for t in args.T:
