@@ -5,8 +5,8 @@
   the final state written by the kernel into its own buffer and/or the state-cache slots.
 * Chunk path with a gradient (training): the state-independent terms as batched FP32 torch ops
   (:func:`prepare_chunks`, differentiable), the scan as :func:`chunk_state_kernel` with its
-  reverse-scan backward kernel (:mod:`hybrid_numerics._triton_scan`); packed input is padded
-  here (the fused backward is future work).
+  reverse-scan backward kernel (:mod:`hybrid_numerics._triton_scan`); packed input is
+  chunk-aligned (< 64 padding tokens per sequence), not padded to the longest.
 * Decode: one fused kernel, forward only, the FP32 cache updated in place.
 
 Every torch product that touches the state runs with TF32 off (:func:`ieee_fp32`).
@@ -27,7 +27,7 @@ from hybrid_numerics._triton_config import INTERPRET
 from hybrid_numerics._triton_kernels import recurrent_kernel
 from hybrid_numerics._triton_scan import scan_states
 from hybrid_numerics._validate import GDNShapes
-from hybrid_numerics._varlen import pad_packed, seq_bounds, unpad_packed
+from hybrid_numerics._varlen import align_packed, seq_bounds, unalign_packed
 
 
 def run_triton(
@@ -156,13 +156,22 @@ def _chunk_autograd(
     cu_seqlens: torch.Tensor | None,
     use_qk_l2norm: bool,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The differentiable chunk path: batched torch terms + the Triton scan and its backward."""
-    bounds = None
+    """The differentiable chunk path: batched torch terms + the Triton scan and its backward.
+
+    Packed input is chunk-aligned (each sequence zero-padded to a multiple of 64, never to the
+    longest: 4,096 + 63 x 16 tokens become 8,128, not 262,144) and the scan restarts at each
+    sequence's first chunk."""
+    bounds = chunk_offsets = None
+    C = CHUNK_SIZE
     if cu_seqlens is not None:
         bounds = seq_bounds(cu_seqlens)
-        q, k, v, g, beta = (pad_packed(x, bounds) for x in (q, k, v, g, beta))
-    terms = prepare_chunks(q, k, v, g, beta, shapes, scale, use_qk_l2norm, CHUNK_SIZE)
-    B, H, G, NC, C, V = terms.u.shape
+        q, k, v, g, beta = (align_packed(x, bounds, C) for x in (q, k, v, g, beta))
+        starts = [0]
+        for a, b in bounds:
+            starts.append(starts[-1] + -(-(b - a) // C))
+        chunk_offsets = torch.tensor(starts, dtype=torch.int32, device=q.device)
+    terms = prepare_chunks(q, k, v, g, beta, shapes, scale, use_qk_l2norm, C)
+    B, H, G, NC, _, V = terms.u.shape
     HV, K = H * G, shapes.K
     w = terms.w.expand(B, H, G, NC, C, K).reshape(B * HV, NC, C, K).contiguous()
     kd = terms.kd.expand(B, H, G, NC, C, K).reshape(B * HV, NC, C, K).contiguous()
@@ -170,13 +179,10 @@ def _chunk_autograd(
     decay = terms.chunk_decay.reshape(B * HV, NC).contiguous()
     h0 = None
     if initial_state is not None:
-        h0 = initial_state.float().reshape(B * HV, K, V).contiguous()
-    states = scan_states(w, u, kd, decay, h0)
-    states = states.reshape(B, H, G, NC + 1, K, V)
-    o = terms.outputs(states, q.shape[1])
-    # A contiguous copy: a view of states[:, :, :, NC] would pin the whole per-chunk buffer
-    # and be rejected as an initial_state (non-contiguous).
-    final = states[:, :, :, NC].reshape(B, HV, K, V).contiguous()
+        h0 = initial_state.float().reshape(-1, K, V).contiguous()
+    entering, finals = scan_states(w, u, kd, decay, h0, chunk_offsets, HV)
+    o = terms.outputs(entering.reshape(B, H, G, NC, K, V), q.shape[1])
+    final = finals.reshape(shapes.N, HV, K, V)  # the kernel's own contiguous buffer
     if bounds is not None:
-        o = unpad_packed(o, bounds)
+        o = unalign_packed(o, bounds, C)
     return o, final

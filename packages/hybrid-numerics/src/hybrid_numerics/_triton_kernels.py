@@ -91,21 +91,40 @@ def recurrent_kernel(
         tl.store(h_out + out_off, state, mask=mask_h)
 
 
+@triton.jit
+def _scan_rows(chunk_offsets, i_r, NC, HV: tl.constexpr, VARLEN: tl.constexpr):
+    """``(data row, first chunk, end chunk)`` of program row ``i_r = n * HV + hv``: dense, row
+    ``i_r`` holds its own ``NC`` chunks; packed (``B = 1``), the chunks of sequence ``n`` are
+    ``chunk_offsets[n] .. chunk_offsets[n + 1]`` of data row ``hv``."""
+    if VARLEN:
+        i_n = i_r // HV
+        r_data = i_r % HV
+        c0 = tl.load(chunk_offsets + i_n).to(tl.int64)
+        c1 = tl.load(chunk_offsets + i_n + 1).to(tl.int64)
+    else:
+        r_data = i_r
+        c0 = i_r * 0
+        c1 = c0 + NC
+    return r_data, c0, c1
+
+
 @triton.autotune(configs=_STATE_CONFIGS, key=["K", "V", "BC"])
 @triton.jit
 def chunk_state_kernel(
-    w, u, kd, decay, h0, states, NC,
+    w, u, kd, decay, h0, entering, finals, chunk_offsets, NC,
     K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, BC: tl.constexpr,
-    BV: tl.constexpr, USE_INITIAL: tl.constexpr,
+    BV: tl.constexpr, HV: tl.constexpr, USE_INITIAL: tl.constexpr, VARLEN: tl.constexpr,
 ):  # fmt: skip
     """``S_{c+1} = decay_c S_c + kd_c^T (u_c - w_c S_c)`` with every ``S_c`` stored in FP32.
 
-    ``w, kd: [B*HV, NC, BC, K]``, ``u: [B*HV, NC, BC, V]``, ``decay: [B*HV, NC]``,
-    ``h0: [B*HV, K, V]``, ``states: [B*HV, NC + 1, K, V]`` (all FP32, contiguous). Launched by
-    :mod:`hybrid_numerics._triton_scan` (with its backward, :func:`chunk_state_grad_kernel`).
+    ``w, kd: [R, NC, BC, K]``, ``u: [R, NC, BC, V]``, ``decay: [R, NC]`` (``R`` data rows),
+    ``entering: [R, NC, K, V]`` (the state entering each chunk), ``h0, finals: [N * HV, K, V]``
+    (per sequence and value head; program row ``n * HV + hv``, see :func:`_scan_rows`). All
+    FP32, contiguous. Launched by :mod:`hybrid_numerics._triton_scan`.
     """
-    i_bh = tl.program_id(0).to(tl.int64)
+    i_r = tl.program_id(0).to(tl.int64)
     i_v = tl.program_id(1)
+    r_data, c0, c1 = _scan_rows(chunk_offsets, i_r, NC, HV, VARLEN)
     o_k = tl.arange(0, BK)
     o_c = tl.arange(0, BC)
     o_v = i_v * BV + tl.arange(0, BV)
@@ -115,10 +134,10 @@ def chunk_state_kernel(
     hv_off = o_k[:, None] * V + o_v[None, :]
     state = tl.zeros([BK, BV], dtype=tl.float32)
     if USE_INITIAL:
-        state += tl.load(h0 + i_bh * K * V + hv_off, mask=mask_h, other=0.0)
-    for c in range(NC):
-        base = i_bh * NC + c
-        tl.store(states + (i_bh * (NC + 1) + c) * K * V + hv_off, state, mask=mask_h)
+        state += tl.load(h0 + i_r * K * V + hv_off, mask=mask_h, other=0.0)
+    for c in range(c0, c1):
+        base = r_data * NC + c
+        tl.store(entering + base * K * V + hv_off, state, mask=mask_h)
         ck = base * BC * K + o_c[:, None] * K + o_k[None, :]
         b_w = tl.load(w + ck, mask=mask_k[None, :], other=0.0)
         b_kd = tl.load(kd + ck, mask=mask_k[None, :], other=0.0)
@@ -128,35 +147,34 @@ def chunk_state_kernel(
         fresh = b_u - tl.dot(b_w, state, input_precision="ieee")  # [BC, BV], FP32 dot
         state = state * tl.load(decay + base)
         state += tl.dot(tl.trans(b_kd), fresh, input_precision="ieee")
-    tl.store(states + (i_bh * (NC + 1) + NC) * K * V + hv_off, state, mask=mask_h)
+    tl.store(finals + i_r * K * V + hv_off, state, mask=mask_h)
 
 
 @triton.jit
 def chunk_state_grad_kernel(
-    w, u, kd, decay, states, d_states, d_s, d_fresh, d_decay_cols, d_w_part, d_kd_part, NC,
+    w, u, kd, decay, entering, d_entering, d_finals, d_h0, d_fresh, d_decay_cols,
+    d_w_part, d_kd_part, chunk_offsets, NC, R,
     K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, BC: tl.constexpr, BV: tl.constexpr,
+    HV: tl.constexpr, VARLEN: tl.constexpr,
 ):  # fmt: skip
-    """Reverse scan of :func:`chunk_state_kernel` with the weight gradients. Walking
-    ``c = NC-1 .. 0``:
+    """Reverse scan of :func:`chunk_state_kernel` with the weight gradients. Walking the
+    program row's chunks backwards from ``dS = d_finals`` (the final state's gradient):
 
         dfresh_c = kd_c dS_{c+1}
         dW_c     = -dfresh_c S_c^T
         dKd_c    = (u_c - w_c S_c) dS_{c+1}^T
         da_c     = <S_c, dS_{c+1}>
-        dS_c     = d_states_c + decay_c dS_{c+1} - w_c^T dfresh_c
+        dS_c     = d_entering_c + decay_c dS_{c+1} - w_c^T dfresh_c
 
-    with ``dS_NC = d_states_NC`` (the final state's gradient); every product an FP32 ``ieee``
-    dot. Inputs: ``w, kd: [N, NC, BC, K]``, ``u: [N, NC, BC, V]``, ``decay: [N, NC]``,
-    ``states, d_states: [N, NC + 1, K, V]``. Outputs: ``d_s: [N, NC + 1, K, V]`` (every total
-    state gradient; ``d_s[:, 0]`` is the initial state's), ``d_fresh: [N, NC, BC, V]``, and
-    the partial sums over this program's V block of the three reductions over V:
-    ``d_decay_cols: [N, NC, V]`` (per column), ``d_w_part, d_kd_part: [NVB, N, NC, BC, K]``
-    (per V block). The caller adds them up - no atomics, deterministic. Not autotuned: the
-    partials' layout depends on ``BV``.
+    every product an FP32 ``ieee`` dot. Layouts as in the forward; outputs ``d_h0 [N * HV, K,
+    V]``, ``d_fresh [R, NC, BC, V]`` and the partial sums over this program's V block of the
+    three reductions over V: ``d_decay_cols [R, NC, V]`` (per column), ``d_w_part, d_kd_part
+    [NVB, R, NC, BC, K]`` (per V block). The caller adds them up - no atomics, deterministic.
+    Not autotuned: the partials' layout depends on ``BV``.
     """
-    i_bh = tl.program_id(0).to(tl.int64)
+    i_r = tl.program_id(0).to(tl.int64)
     i_v = tl.program_id(1)
-    n_rows = tl.num_programs(0).to(tl.int64)
+    r_data, c0, c1 = _scan_rows(chunk_offsets, i_r, NC, HV, VARLEN)
     o_k = tl.arange(0, BK)
     o_c = tl.arange(0, BC)
     o_v = i_v * BV + tl.arange(0, BV)
@@ -164,13 +182,11 @@ def chunk_state_grad_kernel(
     mask_v = o_v < V
     mask_h = mask_k[:, None] & mask_v[None, :]
     hv_off = o_k[:, None] * V + o_v[None, :]
-    s_base = i_bh * (NC + 1) * K * V
-    d_state = tl.load(d_states + s_base + NC * K * V + hv_off, mask=mask_h, other=0.0)
-    tl.store(d_s + s_base + NC * K * V + hv_off, d_state, mask=mask_h)
-    for i in range(NC):
-        c = NC - 1 - i  # a plain integer (the interpreter cannot .to()-cast loop indices)
-        base = i_bh * NC + c
-        b_s = tl.load(states + s_base + c * K * V + hv_off, mask=mask_h, other=0.0)
+    d_state = tl.load(d_finals + i_r * K * V + hv_off, mask=mask_h, other=0.0)
+    for i in range(c1 - c0):
+        c = c1 - 1 - i
+        base = r_data * NC + c
+        b_s = tl.load(entering + base * K * V + hv_off, mask=mask_h, other=0.0)
         tl.store(d_decay_cols + base * V + o_v, tl.sum(b_s * d_state, axis=0), mask=mask_v)
         ck = base * BC * K + o_c[:, None] * K + o_k[None, :]
         b_w = tl.load(w + ck, mask=mask_k[None, :], other=0.0)
@@ -180,12 +196,12 @@ def chunk_state_grad_kernel(
         b_df = tl.dot(b_kd, d_state, input_precision="ieee")  # [BC, BV], FP32 dot
         tl.store(d_fresh + cv, b_df, mask=mask_v[None, :])
         b_fresh = b_u - tl.dot(b_w, b_s, input_precision="ieee")
-        part = ((i_v * n_rows + i_bh) * NC + c) * BC * K + o_c[:, None] * K + o_k[None, :]
+        part = ((i_v * R + r_data) * NC + c) * BC * K + o_c[:, None] * K + o_k[None, :]
         b_dw = -tl.dot(b_df, tl.trans(b_s), input_precision="ieee")  # [BC, BK]
         tl.store(d_w_part + part, b_dw, mask=mask_k[None, :])
         b_dkd = tl.dot(b_fresh, tl.trans(d_state), input_precision="ieee")
         tl.store(d_kd_part + part, b_dkd, mask=mask_k[None, :])
         d_state = d_state * tl.load(decay + base)
         d_state -= tl.dot(tl.trans(b_w), b_df, input_precision="ieee")
-        d_state += tl.load(d_states + s_base + c * K * V + hv_off, mask=mask_h, other=0.0)
-        tl.store(d_s + s_base + c * K * V + hv_off, d_state, mask=mask_h)
+        d_state += tl.load(d_entering + base * K * V + hv_off, mask=mask_h, other=0.0)
+    tl.store(d_h0 + i_r * K * V + hv_off, d_state, mask=mask_h)
