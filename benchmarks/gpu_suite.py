@@ -15,7 +15,9 @@ finished row. Rows:
 * ``decode``: one token for 256 and 4,096 sequences from an FP32 state cache, timed with
   ``triton.testing.do_bench`` over many calls; TB/s under the state read + write byte model.
 
-TF32 is off for the whole process. ``--smoke`` runs tiny shapes in seconds; without CUDA it
+TF32 is off for the whole process. Rows run cheapest first; rows not started within
+``--budget-s`` (270 s) are printed as skipped, so the summary always arrives. ``--smoke`` runs
+tiny shapes in seconds; without CUDA it
 runs the kernels under ``TRITON_INTERPRET=1`` on CPU (the CI dry run). The last stdout line is
 one JSON summary object.
 """
@@ -62,6 +64,13 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--rep-ms", type=int, default=200, help="do_bench repetition time per row")
     p.add_argument("--no-backward", action="store_true", help="skip forward_backward rows")
     p.add_argument("--no-accuracy", action="store_true", help="skip the float64 state errors")
+    p.add_argument(
+        "--budget-s",
+        type=float,
+        default=270.0,
+        help="wall-clock budget: rows not started by then are printed as skipped (default 270 s, "
+        "so a 5-minute window still gets the summary line)",
+    )
     return p.parse_args()
 
 
@@ -110,6 +119,8 @@ class Suite:
         self.device = "cuda" if self.cuda else "cpu"
         self.rows = 0
         self.errors = 0
+        self.skipped = 0
+        self.started = time.perf_counter()
 
     def inputs(self, b: int, t: int, h: int, hv: int, d: int, seed: int) -> dict[str, torch.Tensor]:
         gen = torch.Generator(device=self.device).manual_seed(seed)
@@ -140,6 +151,10 @@ class Suite:
     def measure(self, row: dict[str, Any], fn: Callable[[], dict[str, Any]]) -> None:
         """Run one measurement; print its row (or its error) at once."""
         self.rows += 1
+        if time.perf_counter() - self.started > self.args.budget_s:
+            self.skipped += 1
+            emit({**row, "skipped": f"over the {self.args.budget_s:.0f} s budget"})
+            return
         try:
             if self.cuda:
                 torch.cuda.synchronize()
@@ -284,13 +299,18 @@ def main() -> None:
           "torch": torch.__version__, "python": sys.version.split()[0],
           "interpret": os.environ.get("TRITON_INTERPRET") == "1", "tf32": tf32})  # fmt: skip
     peers = load_peers()
+    # Cheapest first (the shortest T and decode at every HV, then the longer T), so a window
+    # that runs short loses the most expensive rows, never all rows of one head count.
+    lengths = sorted(args.T)
     for hv in args.hv:
-        for t in args.T:
-            chunk_rows(suite, peers, h, hv, t)
+        chunk_rows(suite, peers, h, hv, lengths[0])
         for n in args.decode_batch:
             decode_rows(suite, peers, h, hv, n)
+    for t in lengths[1:]:
+        for hv in args.hv:
+            chunk_rows(suite, peers, h, hv, t)
     emit({"benchmark": "gpu_suite", "skipped": False, "smoke": args.smoke, "rows": suite.rows,
-          "errors": suite.errors, "peers": sorted(peers), "seconds": time.perf_counter() - started})  # fmt: skip
+          "errors": suite.errors, "skipped_over_budget": suite.skipped, "peers": sorted(peers), "seconds": time.perf_counter() - started})  # fmt: skip
     if args.smoke and suite.errors:  # the dry run is a check: a failing row fails it
         sys.exit(f"gpu_suite --smoke: {suite.errors} of {suite.rows} rows failed")
 
