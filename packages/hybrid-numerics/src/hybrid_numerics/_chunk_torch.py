@@ -32,7 +32,7 @@ import torch
 
 from hybrid_numerics._precision_flags import ieee_fp32, state_bmm
 from hybrid_numerics._validate import GDNShapes
-from hybrid_numerics._varlen import pad_packed, seq_bounds, unpad_packed
+from hybrid_numerics._varlen import run_grouped, seq_bounds
 from hybrid_numerics.reference import l2norm
 
 CHUNK_SIZE = 64
@@ -77,14 +77,21 @@ def chunk_torch(
     ``chunk_size`` defaults to :func:`torch_chunk_size` of the key head dim."""
     if chunk_size is None:
         chunk_size = torch_chunk_size(shapes.K)
-    if cu_seqlens is not None:
-        bounds = seq_bounds(cu_seqlens)
-        q, k, v, g, beta = (pad_packed(x, bounds) for x in (q, k, v, g, beta))
-    o, final = _chunk_batched(
-        q, k, v, g, beta, shapes, scale, initial_state, use_qk_l2norm, chunk_size
-    )
-    if cu_seqlens is not None:
-        o = unpad_packed(o, bounds)
+    C = chunk_size
+
+    def batched(*x: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        q, k, v, g, beta, h0 = x
+        assert q is not None
+        assert k is not None
+        assert v is not None
+        assert g is not None
+        assert beta is not None
+        return _chunk_batched(q, k, v, g, beta, shapes, scale, h0, use_qk_l2norm, C)
+
+    if cu_seqlens is None:
+        o, final = batched(q, k, v, g, beta, initial_state)
+    else:  # packed: batched in groups of similar length (padding <= 2x the real tokens)
+        o, final = run_grouped(batched, (q, k, v, g, beta), seq_bounds(cu_seqlens), initial_state)
     return o, (final if output_final_state else None)
 
 
