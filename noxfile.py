@@ -153,10 +153,24 @@ def integration(session: nox.Session) -> None:
 
 @nox.session
 def bench_smoke(session: nox.Session) -> None:
-    """Run every benchmark at its smallest size (`--smoke`) and check it prints one JSON object."""
+    """Run every benchmark at its smallest size (`--smoke`) and check it prints one JSON object
+    last. A `name.sh` wrapper runs instead of its `name.py` (the GPU suite: its CPU dry run
+    under the Triton interpreter, through the same shell script the GPU machine runs)."""
     _sync_workspace(session)
-    for script in sorted((ROOT / "benchmarks").glob("*.py")):
-        out = session.run("python", str(script), "--smoke", silent=True)
+    scripts = sorted((ROOT / "benchmarks").glob("*.py")) + sorted(
+        (ROOT / "benchmarks").glob("*.sh")
+    )
+    wrapped = {s.with_suffix(".py") for s in scripts if s.suffix == ".sh"}
+    for script in scripts:
+        if script in wrapped:
+            continue
+        if script.suffix == ".sh":
+            out = session.run(
+                "bash", str(script), "--smoke", silent=True, external=True,
+                env={"PYTHON": str(Path(session.bin) / "python")},
+            )  # fmt: skip
+        else:
+            out = session.run("python", str(script), "--smoke", silent=True)
         try:
             json.loads(str(out).strip().splitlines()[-1])
         except (ValueError, IndexError) as exc:

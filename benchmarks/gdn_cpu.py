@@ -203,6 +203,8 @@ def main() -> None:
     parser.add_argument("--T", type=int, default=4096, help="tokens for forward / forward+backward")
     parser.add_argument("--heads", default="2,4", help="H_qk,HV (Qwen3.5-4B per-GPU shard: 16,32)")
     parser.add_argument("--decode-batch", type=int, default=64, help="sequences per decode step")
+    parser.add_argument("--dim", type=int, default=128, help="K = V head dim of the main rows")
+    parser.add_argument("--no-app", action="store_true", help="skip the app_* rows")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     parser.add_argument("--accuracy-T", type=int, default=1024, help="T for the float64 comparison")
@@ -217,7 +219,7 @@ def main() -> None:
         args.app_shape = "2,64,2,4,32"
     torch.set_num_threads(args.threads)
     h, hv = (int(x) for x in args.heads.split(","))
-    d = 32 if args.smoke else 128
+    d = 32 if args.smoke else args.dim
     ab, at, ah, ahv, ad = (int(x) for x in args.app_shape.split(","))
     results: dict[str, Any] = {}
     chunk_inputs = make_inputs(1, args.T, h, hv, d, seed=0)
@@ -232,6 +234,9 @@ def main() -> None:
         ("app_forward_backward", "chunk", app_inputs, forward_backward_step, 1),
         ("app_decode", "recurrent", app_decode, forward_step, 50),
     ]
+    if args.no_app:
+        workloads = [w for w in workloads if not w[0].startswith("app_")]
+    load_before = os.getloadavg()
     for name, kind, x, make_step, inner in workloads:
         row = paired(make_step(ours(kind), x), make_step(theirs(kind), x), args.repeats, inner)
         results[name] = row
@@ -245,6 +250,8 @@ def main() -> None:
         "shape": {"T": args.T, "H": h, "HV": hv, "K": d, "V": d, "decode_batch": args.decode_batch},
         "app_shape": {"B": ab, "T": at, "H": ah, "HV": ahv, "K": ad, "V": ad, "fused_gate": True},
         "threads": args.threads,
+        "loadavg_before": [round(x, 2) for x in load_before],
+        "loadavg_after": [round(x, 2) for x in os.getloadavg()],
         "machine": f"{platform.machine()} {os.cpu_count()} cpu, torch {torch.__version__}",
         **results,
     }

@@ -12,11 +12,12 @@ from hybrid_numerics import (
     GDNInputError,
     chunk_gated_delta_rule,
     fused_recurrent_gated_delta_rule,
+    gdn_gate,
     reference_gated_delta_rule,
 )
 from hybrid_numerics._api import _choose_backend, gather_states, scatter_states
 
-from .conftest import rms_rel
+from .conftest import make_gdn_inputs, rms_rel
 
 H, HV, K, V, SLOTS = 1, 2, 8, 4, 4
 
@@ -24,16 +25,16 @@ H, HV, K, V, SLOTS = 1, 2, 8, 4, 4
 def test_auto_backend_is_torch_on_cpu_and_explicit_choices_win() -> None:
     x = torch.zeros(1)
     for mode in ("chunk", "recurrent"):
-        assert _choose_backend("auto", mode, x) == "torch"
-        assert _choose_backend("triton", mode, x) == "triton"
-        assert _choose_backend("torch", mode, x) == "torch"
+        assert _choose_backend("auto", mode, x) == ("torch", False)
+        assert _choose_backend("triton", mode, x) == ("triton", False)
+        assert _choose_backend("torch", mode, x) == ("torch", False)
     # The chunk kernels have a backward; the recurrent kernel does not and refuses a gradient.
     w = torch.zeros(1, requires_grad=True)
-    assert _choose_backend("triton", "chunk", w) == "triton"
+    assert _choose_backend("triton", "chunk", w) == ("triton", True)
     with pytest.raises(GDNInputError, match="no backward"):
         _choose_backend("triton", "recurrent", w)
     with torch.no_grad():
-        assert _choose_backend("triton", "recurrent", w) == "triton"
+        assert _choose_backend("triton", "recurrent", w) == ("triton", False)
 
 
 def test_gather_and_scatter_skip_negative_slots() -> None:
@@ -132,3 +133,55 @@ def test_float64_inputs_compute_in_float64(fn: object) -> None:
     assert o.dtype == torch.float64
     assert s is not None
     assert s.dtype == torch.float64
+
+
+def _small(seed: int = 0) -> tuple[torch.Tensor, ...]:
+    x = make_gdn_inputs(1, 12, 1, 2, 8, 4, seed=seed).cast(torch.float32)
+    return x.q, x.k, x.v, x.g, x.beta, x.h0
+
+
+def test_fla_call_surface_positional_scale_and_kernel_flags() -> None:
+    q, k, v, g, beta, h0 = _small()
+    want_o, want_s = chunk_gated_delta_rule(
+        q, k, v, g, beta, scale=0.3, initial_state=h0, output_final_state=True, use_qk_l2norm=True
+    )
+    # fla's positional order: q, k, v, g, beta, scale, initial_state, output_final_state
+    o, s = chunk_gated_delta_rule(q, k, v, g, beta, 0.3, h0, True, use_qk_l2norm_in_kernel=True)
+    assert s is not None
+    assert want_s is not None
+    assert torch.equal(o, want_o)
+    assert torch.equal(s, want_s)
+    logits = torch.randn(beta.shape)
+    o1, _ = chunk_gated_delta_rule(q, k, v, g, torch.sigmoid(logits))
+    o2, _ = chunk_gated_delta_rule(q, k, v, g, logits, use_beta_sigmoid_in_kernel=True)
+    assert rms_rel(o2, o1) <= 1e-7
+    a = torch.randn(g.shape)
+    A_log, dt_bias = torch.tensor([0.5, 2.0]), torch.tensor([0.1, -0.2])
+    o3, _ = chunk_gated_delta_rule(q, k, v, a, beta, A_log=A_log, dt_bias=dt_bias,
+                                   use_gate_in_kernel=True)  # fmt: skip
+    o4, _ = chunk_gated_delta_rule(q, k, v, gdn_gate(a, A_log, dt_bias), beta)
+    assert rms_rel(o3, o4) <= 1e-7
+    with pytest.raises(GDNInputError, match="use_gate_in_kernel"):
+        chunk_gated_delta_rule(q, k, v, a, beta, use_gate_in_kernel=True)
+    with pytest.raises(TypeError):  # fla's recurrent order is g, gk, gv, beta: no positional scale
+        fused_recurrent_gated_delta_rule(q, k, v, g, beta, 0.3)  # type: ignore[misc]
+
+
+def test_validate_false_reads_no_index_values() -> None:
+    """``validate=False`` skips the host checks of slot values (they cost a sync on CUDA); on
+    CPU tensors the default checks them, and ``validate=True`` always does."""
+    q, k, v, g, beta, _ = _small()
+    pool = torch.zeros(SLOTS, HV, K, V)
+    one_slot = torch.tensor([1])
+    out_of_range = torch.tensor([SLOTS + 3])
+    with pytest.raises(GDNInputError, match="out of range"):
+        fused_recurrent_gated_delta_rule(
+            q, k, v, g, beta, state_cache=pool, state_indices=out_of_range
+        )
+    with pytest.raises(GDNInputError, match="out of range"):
+        fused_recurrent_gated_delta_rule(q, k, v, g, beta, state_cache=pool,
+                                         state_indices=out_of_range, validate=True)  # fmt: skip
+    fused_recurrent_gated_delta_rule(q, k, v, g, beta, state_cache=pool, state_indices=one_slot,
+                                     validate=False)  # fmt: skip
+    assert pool[1].abs().sum() > 0
+    assert pool[0].abs().sum() == 0

@@ -145,10 +145,15 @@ def test_scan_backward_matches_the_torch_scan_and_float64(with_h0: bool) -> None
     x64 = leaves(torch.float64)
     want = torch.autograd.grad((loop(*x64) * ds).sum(), x64)
     x32 = leaves(torch.float32, DEVICE)
-    states = scan_states(*x32, *([] if with_h0 else [None]))
-    assert states.dtype == torch.float32
-    assert rms_rel(states.cpu(), loop(*x64)) <= 1e-6
-    got = torch.autograd.grad((states * ds.float().to(DEVICE)).sum(), x32)
+    entering, finals = scan_states(*x32, *([] if with_h0 else [None]))
+    assert entering.dtype == torch.float32
+    assert finals.is_contiguous()
+    want_states = loop(*x64)
+    assert rms_rel(entering.cpu(), want_states[:, :NC]) <= 1e-6
+    assert rms_rel(finals.cpu(), want_states[:, NC]) <= 1e-6
+    ds32 = ds.float().to(DEVICE)
+    loss = (entering * ds32[:, :NC]).sum() + (finals * ds32[:, NC]).sum()
+    got = torch.autograd.grad(loss, x32)
     # The torch path's scan on the same FP32 inputs (chunk-major layout [NC, N, ...]).
     t32 = leaves(torch.float32)
     cm = [t.transpose(0, 1) for t in t32[:3]]

@@ -149,3 +149,58 @@ def test_patched_model_on_the_triton_backend_matches_the_torch_backend() -> None
         steps += [model(ids[:, t : t + 1], cache=cache, use_cache=True).logits for t in (66, 67)]
         logits[backend] = torch.cat(steps, dim=1)
     assert rms_rel(logits["triton"], logits["torch"]) <= 1e-5
+
+
+def test_decode_grid_puts_sequences_times_heads_on_axis_0() -> None:
+    from hybrid_numerics._triton_api import GRID_YZ_LIMIT, decode_grid
+
+    grid = decode_grid(4096, 32, 128, 32)
+    assert grid == (4096 * 32, 4)
+    assert grid[1] <= GRID_YZ_LIMIT < grid[0]  # axis 1 would not have taken 131,072 programs
+
+
+def test_recurrent_kernel_with_a_cache_returns_the_final_states() -> None:
+    """Consistent returns: a cached Triton decode step returns the final states (every row,
+    also for a negative slot) like the torch path, besides updating the cache in place."""
+    x = _on_device(make_gdn_inputs(3, 2, 1, 2, 16, 8, seed=3))
+    cache = torch.randn(4, 2, 16, 8, device=DEVICE)
+    slots = torch.tensor([2, -1, 0], device=DEVICE)
+    results = {}
+    for backend in ("triton", "torch"):
+        pool = cache.clone()
+        o, s = fused_recurrent_gated_delta_rule(
+            x.q, x.k, x.v, x.g, x.beta, state_cache=pool, state_indices=slots,
+            output_final_state=True, backend=backend,
+        )  # fmt: skip
+        assert s is not None
+        assert s.is_contiguous()
+        assert s.shape == (3, 2, 16, 8)
+        assert torch.equal(pool[2], s[0])
+        assert torch.equal(pool[0], s[2])
+        results[backend] = (o, s, pool)
+    (o1, s1, p1), (o2, s2, p2) = results["triton"], results["torch"]
+    assert rms_rel(o1, o2) <= 1e-6
+    assert rms_rel(s1, s2) <= 1e-6
+    assert rms_rel(p1, p2) <= 1e-6
+
+
+@pytest.mark.slow
+@torch.no_grad()
+def test_decode_launches_4096_sequences_at_hv_32() -> None:
+    """131,072 programs (N * HV on grid axis 0); K = V = 2 keeps each tiny. Slow under the
+    interpreter (it runs programs one by one in Python: ~37 ms each on the loaded 2-core CI
+    machine, so ~1 h); seconds on a GPU, where axis 1 would have refused the launch."""
+    N, H, HV, K, V = 4096, 16, 32, 2, 2
+    x = _on_device(make_gdn_inputs(N, 1, H, HV, K, V, seed=8))
+    cache = torch.zeros(N, HV, K, V, device=DEVICE)
+    o, s = fused_recurrent_gated_delta_rule(
+        x.q, x.k, x.v, x.g, x.beta, state_cache=cache, state_indices=torch.arange(N, device=DEVICE),
+        output_final_state=True, backend="triton",
+    )  # fmt: skip
+    want_o, want_s = fused_recurrent_gated_delta_rule(
+        x.q, x.k, x.v, x.g, x.beta, output_final_state=True, backend="torch"
+    )
+    assert s is not None
+    assert want_s is not None
+    assert rms_rel(o, want_o) <= 1e-6
+    assert rms_rel(cache, want_s) <= 1e-6

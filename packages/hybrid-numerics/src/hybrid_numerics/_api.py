@@ -17,8 +17,9 @@ import torch
 from hybrid_numerics._chunk_torch import chunk_torch, compute_dtype
 from hybrid_numerics._errors import GDNInputError
 from hybrid_numerics._gate import gdn_gate
+from hybrid_numerics._precision_flags import ieee_fp32
 from hybrid_numerics._recurrent_torch import recurrent_torch
-from hybrid_numerics._validate import validate_gdn_inputs, validate_state_cache
+from hybrid_numerics._validate import GDNShapes, validate_gdn_inputs, validate_state_cache
 
 Backend = Literal["auto", "torch", "triton"]
 _BACKENDS = ("auto", "torch", "triton")
@@ -30,38 +31,49 @@ def chunk_gated_delta_rule(
     v: torch.Tensor,
     g: torch.Tensor,
     beta: torch.Tensor,
-    *,
     scale: float | None = None,
     initial_state: torch.Tensor | None = None,
     output_final_state: bool = False,
     cu_seqlens: torch.Tensor | None = None,
+    *,
     use_qk_l2norm: bool = False,
     A_log: torch.Tensor | None = None,
     dt_bias: torch.Tensor | None = None,
     state_cache: torch.Tensor | None = None,
     state_indices: torch.Tensor | None = None,
     backend: Backend = "auto",
+    validate: bool | None = None,
+    use_qk_l2norm_in_kernel: bool = False,
+    use_gate_in_kernel: bool = False,
+    use_beta_sigmoid_in_kernel: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Chunked gated delta rule (training, prefill) with the recurrent state in FP32.
 
     Layout (fla's): ``q, k: [B, T, H, K]``; ``v: [B, T, HV, V]``, ``HV % H == 0`` (value head
     ``j`` reads q/k head ``j // (HV // H)``); ``g, beta: [B, T, HV]``; states ``[N, HV, K, V]``
-    float32, ``N = B`` or ``len(cu_seqlens) - 1`` for packed input (``B == 1``).
+    float32, ``N = B`` or ``len(cu_seqlens) - 1`` for packed input (``B == 1``). The first
+    nine parameters are positional as in fla's ``chunk_gated_delta_rule``.
 
-    * ``g`` is the log-space decay (``<= 0``). If ``A_log: [HV]`` is given, ``g`` is instead the
-      raw gate input ``a`` and the decay ``-exp(A_log) * softplus(a + dt_bias)`` is computed in
-      FP32 here, with gradients for ``a``, ``A_log`` and ``dt_bias``.
-    * ``scale`` defaults to ``K ** -0.5``; ``use_qk_l2norm`` L2-normalises q and k (eps 1e-6) in FP32.
+    * ``g`` is the log-space decay (``<= 0``). If ``A_log: [HV]`` is given (or
+      ``use_gate_in_kernel=True``, fla's name, which then requires ``A_log``), ``g`` is instead
+      the raw gate input ``a`` and the decay ``-exp(A_log) * softplus(a + dt_bias)`` is
+      computed in FP32 here, with gradients for ``a``, ``A_log`` and ``dt_bias``.
+    * ``use_beta_sigmoid_in_kernel``: ``beta`` holds logits; ``sigmoid`` is applied in FP32.
+    * ``scale`` defaults to ``K ** -0.5``; ``use_qk_l2norm`` (alias
+      ``use_qk_l2norm_in_kernel``) L2-normalises q and k (eps 1e-6) in FP32.
     * ``state_cache: [S, HV, K, V]`` float32 with ``state_indices: [N]`` int: sequence ``n``
       starts from ``state_cache[state_indices[n]]`` and its final state is written back there
       **in place** (a negative index means: start from zeros, write nothing). Exclusive with
       ``initial_state``. The slot's content is the initial state: zero a slot before handing it
       to a new sequence.
+    * ``validate``: check the *values* of ``state_indices`` (in range, distinct) and
+      ``cu_seqlens`` on the host. ``None`` (default): when that costs no device sync (CPU
+      tensors) and always on the chunk path (it plans its chunks from ``cu_seqlens``).
 
     Returns ``(o, final_state)``: ``o: [B, T, HV, V]`` in ``v.dtype``; ``final_state`` float32
-    ``[N, HV, K, V]`` when ``output_final_state`` else ``None``. Differentiable in every input,
-    including ``initial_state``. Bad input raises :class:`GDNInputError` (a ``ValueError``)
-    before any computation.
+    contiguous ``[N, HV, K, V]`` when ``output_final_state`` (also with a state cache) else
+    ``None``. Differentiable in every input, including ``initial_state``. Bad input raises
+    :class:`GDNInputError` (a ``ValueError``) before any computation.
     """
     return _run("chunk", **locals())
 
@@ -83,13 +95,19 @@ def fused_recurrent_gated_delta_rule(
     state_cache: torch.Tensor | None = None,
     state_indices: torch.Tensor | None = None,
     backend: Backend = "auto",
+    validate: bool | None = None,
+    use_qk_l2norm_in_kernel: bool = False,
+    use_gate_in_kernel: bool = False,
+    use_beta_sigmoid_in_kernel: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Token-by-token gated delta rule (decode); same signature and results as
-    :func:`chunk_gated_delta_rule` for any ``T``.
+    """Token-by-token gated delta rule (decode); same arguments and results as
+    :func:`chunk_gated_delta_rule` for any ``T`` (everything after ``beta`` keyword-only: fla's
+    positional order here is ``g, gk, gv, beta``, so positional calls could not mean the same).
 
     The engine's use: ``T = 1`` per step, ``B`` running sequences, ``state_cache`` the engine's
     FP32 recurrent-state pool for this layer and ``state_indices[b]`` the slot of sequence ``b``;
-    the cache is updated in place (the Triton kernel reads and writes the slots directly).
+    the cache is updated in place (the Triton kernel reads and writes the slots directly). On
+    CUDA the default ``validate=None`` reads nothing back to the host (no sync per step).
     """
     return _run("recurrent", **locals())
 
@@ -101,22 +119,30 @@ def _run(
     v: torch.Tensor,
     g: torch.Tensor,
     beta: torch.Tensor,
-    *,
     scale: float | None,
     initial_state: torch.Tensor | None,
     output_final_state: bool,
     cu_seqlens: torch.Tensor | None,
+    *,
     use_qk_l2norm: bool,
     A_log: torch.Tensor | None,
     dt_bias: torch.Tensor | None,
     state_cache: torch.Tensor | None,
     state_indices: torch.Tensor | None,
     backend: Backend,
+    validate: bool | None,
+    use_qk_l2norm_in_kernel: bool,
+    use_gate_in_kernel: bool,
+    use_beta_sigmoid_in_kernel: bool,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     if backend not in _BACKENDS:
         raise GDNInputError(f"backend must be one of {_BACKENDS}, got {backend!r}")
     if dt_bias is not None and A_log is None:
         raise GDNInputError("dt_bias needs A_log (the fused gate); pass the decay as g otherwise")
+    if use_gate_in_kernel and A_log is None:
+        raise GDNInputError("use_gate_in_kernel=True needs A_log (and optionally dt_bias)")
+    use_qk_l2norm = use_qk_l2norm or use_qk_l2norm_in_kernel
+    host_checks = validate if validate is not None else (mode == "chunk" or not q.is_cuda)
     gate_params = None if A_log is None else (A_log, dt_bias)
     shapes = validate_gdn_inputs(
         q,
@@ -128,13 +154,43 @@ def _run(
         initial_state=initial_state,
         cu_seqlens=cu_seqlens,
         gate_params=gate_params,
+        host_checks=host_checks,
     )
-    all_live = validate_state_cache(state_cache, state_indices, shapes, initial_state, q.device)
-    if A_log is not None:
-        g = gdn_gate(g, A_log, dt_bias)
+    all_live = validate_state_cache(
+        state_cache, state_indices, shapes, initial_state, q.device, host_checks
+    )
+    with ieee_fp32(q.is_cuda):  # the torch ops below that touch the state: never TF32
+        if A_log is not None:
+            g = gdn_gate(g, A_log, dt_bias)
+        if use_beta_sigmoid_in_kernel:
+            beta = torch.sigmoid(beta.to(compute_dtype(beta)))
+        return _dispatch(
+            mode, q, k, v, g, beta, shapes, scale, initial_state, output_final_state,
+            cu_seqlens, use_qk_l2norm, state_cache, state_indices, backend, all_live,
+        )  # fmt: skip
+
+
+def _dispatch(
+    mode: Literal["chunk", "recurrent"],
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor,
+    beta: torch.Tensor,
+    shapes: GDNShapes,
+    scale: float | None,
+    initial_state: torch.Tensor | None,
+    output_final_state: bool,
+    cu_seqlens: torch.Tensor | None,
+    use_qk_l2norm: bool,
+    state_cache: torch.Tensor | None,
+    state_indices: torch.Tensor | None,
+    backend: Backend,
+    all_live: bool,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     scale_value = shapes.K**-0.5 if scale is None else float(scale)
     use_cache = state_cache is not None and state_indices is not None
-    chosen = _choose_backend(backend, mode, q, k, v, g, beta, initial_state)
+    chosen, needs_grad = _choose_backend(backend, mode, q, k, v, g, beta, initial_state)
     if chosen == "triton":
         from hybrid_numerics._triton_api import run_triton  # lazy: keeps triton off the CPU path
 
@@ -150,9 +206,11 @@ def _run(
             initial_state=initial_state,
             output_final_state=output_final_state,
             cu_seqlens=cu_seqlens,
+            offsets=None if shapes.offsets is None else list(shapes.offsets),
             use_qk_l2norm=use_qk_l2norm,
             state_cache=state_cache,
             state_indices=state_indices,
+            needs_grad=needs_grad,
         )
     if use_cache:
         assert state_cache is not None
@@ -177,14 +235,17 @@ def _run(
         assert state_cache is not None
         assert state_indices is not None
         scatter_states(state_cache, state_indices, final, all_live)
+    if final is not None and output_final_state and not final.is_contiguous():
+        final = final.contiguous()
     return o.to(v.dtype), (final if output_final_state else None)
 
 
 def _choose_backend(
     backend: Backend, mode: Literal["chunk", "recurrent"], *tensors: torch.Tensor | None
-) -> Literal["torch", "triton"]:
-    """``auto``: Triton for CUDA tensors, except a recurrent call that needs a gradient (the
-    recurrent kernel has no backward): that one, and CPU tensors, take the torch path."""
+) -> tuple[Literal["torch", "triton"], bool]:
+    """``(backend, needs_grad)``. ``auto``: Triton for CUDA tensors, except a recurrent call
+    that needs a gradient (the recurrent kernel has no backward): that one, and CPU tensors,
+    take the torch path."""
     present = [t for t in tensors if t is not None]
     needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in present)
     if backend == "triton" and mode == "recurrent" and needs_grad:
@@ -194,10 +255,10 @@ def _choose_backend(
             "an input requires grad (or call it under torch.no_grad())"
         )
     if backend != "auto":
-        return backend
+        return backend, needs_grad
     if not present[0].is_cuda:
-        return "torch"
-    return "torch" if mode == "recurrent" and needs_grad else "triton"
+        return "torch", needs_grad
+    return ("torch" if mode == "recurrent" and needs_grad else "triton"), needs_grad
 
 
 def gather_states(

@@ -30,8 +30,9 @@ from dataclasses import dataclass
 
 import torch
 
+from hybrid_numerics._precision_flags import ieee_fp32, state_bmm
 from hybrid_numerics._validate import GDNShapes
-from hybrid_numerics._varlen import pad_packed, seq_bounds, unpad_packed
+from hybrid_numerics._varlen import run_grouped, seq_bounds
 from hybrid_numerics.reference import l2norm
 
 CHUNK_SIZE = 64
@@ -76,14 +77,21 @@ def chunk_torch(
     ``chunk_size`` defaults to :func:`torch_chunk_size` of the key head dim."""
     if chunk_size is None:
         chunk_size = torch_chunk_size(shapes.K)
-    if cu_seqlens is not None:
-        bounds = seq_bounds(cu_seqlens)
-        q, k, v, g, beta = (pad_packed(x, bounds) for x in (q, k, v, g, beta))
-    o, final = _chunk_batched(
-        q, k, v, g, beta, shapes, scale, initial_state, use_qk_l2norm, chunk_size
-    )
-    if cu_seqlens is not None:
-        o = unpad_packed(o, bounds)
+    C = chunk_size
+
+    def batched(*x: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        q, k, v, g, beta, h0 = x
+        assert q is not None
+        assert k is not None
+        assert v is not None
+        assert g is not None
+        assert beta is not None
+        return _chunk_batched(q, k, v, g, beta, shapes, scale, h0, use_qk_l2norm, C)
+
+    if cu_seqlens is None:
+        o, final = batched(q, k, v, g, beta, initial_state)
+    else:  # packed: batched in groups of similar length (padding <= 2x the real tokens)
+        o, final = run_grouped(batched, (q, k, v, g, beta), seq_bounds(cu_seqlens), initial_state)
     return o, (final if output_final_state else None)
 
 
@@ -107,7 +115,7 @@ class ChunkTerms:
     def outputs(self, states: torch.Tensor, T: int) -> torch.Tensor:
         """``O = attn u + (qd - attn w) S_c`` for states ``[B, H, G, NC(+1), K, V]`` -> ``[B, T, HV, V]``."""
         B, H, G, NC, C, V = self.u.shape
-        o = self.attn @ self.u + (self.qd - self.attn @ self.w) @ states[:, :, :, :NC]
+        o = self.attn @ self.u + state_bmm(self.qd - self.attn @ self.w, states[:, :, :, :NC])
         return o.reshape(B, H * G, NC * C, V)[:, :, :T].transpose(1, 2)
 
 
@@ -246,7 +254,10 @@ def _chunk_block(
     del u, w, kd
     # O = attn (u - w S) + qd S, one batched product over every (chunk, head) pair.
     o = torch.bmm(attn.reshape(-1, C, C), fresh.reshape(-1, C, V))
-    o.baddbmm_(qd.reshape(-1, C, K), entering.reshape(-1, K, V))  # in place: no copy of o
+    if entering.requires_grad:  # the state product's backward with TF32 off, too
+        o = o + state_bmm(qd.reshape(-1, C, K), entering.reshape(-1, K, V))
+    else:
+        o.baddbmm_(qd.reshape(-1, C, K), entering.reshape(-1, K, V))  # in place: no copy of o
     del entering, fresh, attn, qd
     return o.reshape(NC, B, H * G, C, V).permute(1, 0, 3, 2, 4), final.reshape(B, H * G, K, V)
 
@@ -513,28 +524,39 @@ class _Scan(torch.autograd.Function):
         d_final: torch.Tensor,
         d_fresh: torch.Tensor,
     ) -> tuple[torch.Tensor, ...]:
-        w, kd, decay, states, fresh = ctx.saved_tensors  # type: ignore[attr-defined]
-        NC, N, C, V = fresh.shape
-        K = w.shape[-1]
-        # d_s[c]: total gradient of the state entering chunk c (d_s[NC]: of the final state)
-        d_s = torch.empty(NC + 1, N, K, V, dtype=fresh.dtype, device=fresh.device)
-        d_s[NC].copy_(d_final)
-        d_fresh_total = torch.empty_like(fresh)
-        # <S_c, dS_{c+1}> per chunk, inside the loop: a batched dot product after it would need
-        # an [NC, N, K, V] temporary (fresh memory, i.e. page faults, on a CPU).
-        d_decay = fresh.new_empty(NC, N)
-        for c in range(NC - 1, -1, -1):
-            torch.linalg.vecdot(states[c].reshape(N, K * V), d_s[c + 1].reshape(N, K * V),
-                                out=d_decay[c])  # fmt: skip
-            torch.baddbmm(d_fresh[c], kd[c], d_s[c + 1], out=d_fresh_total[c])
-            torch.mul(d_s[c + 1], decay[c], out=d_s[c])
-            d_s[c].add_(d_entering[c])
-            d_s[c].baddbmm_(w[c].transpose(1, 2), d_fresh_total[c], alpha=-1.0)
-        flat_fresh = d_fresh_total.reshape(NC * N, C, V)
-        d_w = torch.bmm(flat_fresh, states.reshape(NC * N, K, V).transpose(1, 2))
-        d_kd = torch.bmm(fresh.reshape(NC * N, C, V), d_s[1:].reshape(NC * N, K, V).transpose(1, 2))
-        d_decay = d_decay.reshape(NC, N, 1, 1)
-        return d_fresh_total, d_w.neg_().reshape(w.shape), d_kd.reshape(kd.shape), d_decay, d_s[0]
+        with ieee_fp32(d_final.is_cuda):
+            return _scan_backward(ctx.saved_tensors, d_entering, d_final, d_fresh)  # type: ignore[attr-defined]
+
+
+def _scan_backward(
+    saved: tuple[torch.Tensor, ...],
+    d_entering: torch.Tensor,
+    d_final: torch.Tensor,
+    d_fresh: torch.Tensor,
+) -> tuple[torch.Tensor, ...]:
+    """The body of :meth:`_Scan.backward` (see there)."""
+    w, kd, decay, states, fresh = saved
+    NC, N, C, V = fresh.shape
+    K = w.shape[-1]
+    # d_s[c]: total gradient of the state entering chunk c (d_s[NC]: of the final state)
+    d_s = torch.empty(NC + 1, N, K, V, dtype=fresh.dtype, device=fresh.device)
+    d_s[NC].copy_(d_final)
+    d_fresh_total = torch.empty_like(fresh)
+    # <S_c, dS_{c+1}> per chunk, inside the loop: a batched dot product after it would need
+    # an [NC, N, K, V] temporary (fresh memory, i.e. page faults, on a CPU).
+    d_decay = fresh.new_empty(NC, N)
+    for c in range(NC - 1, -1, -1):
+        torch.linalg.vecdot(states[c].reshape(N, K * V), d_s[c + 1].reshape(N, K * V),
+                            out=d_decay[c])  # fmt: skip
+        torch.baddbmm(d_fresh[c], kd[c], d_s[c + 1], out=d_fresh_total[c])
+        torch.mul(d_s[c + 1], decay[c], out=d_s[c])
+        d_s[c].add_(d_entering[c])
+        d_s[c].baddbmm_(w[c].transpose(1, 2), d_fresh_total[c], alpha=-1.0)
+    flat_fresh = d_fresh_total.reshape(NC * N, C, V)
+    d_w = torch.bmm(flat_fresh, states.reshape(NC * N, K, V).transpose(1, 2))
+    d_kd = torch.bmm(fresh.reshape(NC * N, C, V), d_s[1:].reshape(NC * N, K, V).transpose(1, 2))
+    d_decay = d_decay.reshape(NC, N, 1, 1)
+    return d_fresh_total, d_w.neg_().reshape(w.shape), d_kd.reshape(kd.shape), d_decay, d_s[0]
 
 
 def _scan_inplace(

@@ -14,7 +14,7 @@ import torch
 
 from hybrid_numerics._chunk_torch import compute_dtype
 from hybrid_numerics._validate import GDNShapes
-from hybrid_numerics._varlen import pad_packed, seq_bounds, unpad_packed
+from hybrid_numerics._varlen import run_grouped, seq_bounds
 
 
 def recurrent_torch(
@@ -32,12 +32,20 @@ def recurrent_torch(
     use_qk_l2norm: bool,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Token-by-token gated delta rule; same contract as :func:`chunk_torch`."""
-    if cu_seqlens is not None:
-        bounds = seq_bounds(cu_seqlens)
-        q, k, v, g, beta = (pad_packed(x, bounds) for x in (q, k, v, g, beta))
-    o, final = _recurrent_batched(q, k, v, g, beta, shapes, scale, initial_state, use_qk_l2norm)
-    if cu_seqlens is not None:
-        o = unpad_packed(o, bounds)
+
+    def batched(*x: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        q, k, v, g, beta, h0 = x
+        assert q is not None
+        assert k is not None
+        assert v is not None
+        assert g is not None
+        assert beta is not None
+        return _recurrent_batched(q, k, v, g, beta, shapes, scale, h0, use_qk_l2norm)
+
+    if cu_seqlens is None:
+        o, final = batched(q, k, v, g, beta, initial_state)
+    else:  # packed: batched in groups of similar length (padding <= 2x the real tokens)
+        o, final = run_grouped(batched, (q, k, v, g, beta), seq_bounds(cu_seqlens), initial_state)
     return o, (final if output_final_state else None)
 
 

@@ -1,11 +1,15 @@
 """Launchers for the Triton kernels (imported lazily: only when the Triton backend is chosen).
 
-The chunk path is a hybrid: the state-independent terms (UT transform, decayed keys/queries,
-intra-chunk scores) are batched FP32 tensor ops (:func:`prepare_chunks`, shared with the torch
-path), the sequential state scan is :func:`chunk_state_kernel` with FP32 states and FP32 dots,
-and the outputs are one more batched FP32 product. The chunk path is differentiable: autograd
-through the torch parts, and the scan's own backward kernel (:mod:`hybrid_numerics._triton_scan`).
-The decode path is one fused kernel, forward only.
+* Chunk path without a gradient (prefill, scoring): the fused Triton forward
+  (:mod:`hybrid_numerics._triton_chunk`) - intra-chunk, scan and output kernels, native varlen,
+  the final state written by the kernel into its own buffer and/or the state-cache slots.
+* Chunk path with a gradient (training): the state-independent terms as batched FP32 torch ops
+  (:func:`prepare_chunks`, differentiable), the scan as :func:`chunk_state_kernel` with its
+  reverse-scan backward kernel (:mod:`hybrid_numerics._triton_scan`); packed input is
+  chunk-aligned (< 64 padding tokens per sequence), not padded to the longest.
+* Decode: one fused kernel, forward only, the FP32 cache updated in place.
+
+Every torch product that touches the state runs with TF32 off (:func:`ieee_fp32`).
 """
 
 from __future__ import annotations
@@ -17,10 +21,13 @@ import triton
 
 from hybrid_numerics._chunk_torch import CHUNK_SIZE, compute_dtype, prepare_chunks
 from hybrid_numerics._errors import GDNInputError
-from hybrid_numerics._triton_kernels import INTERPRET, recurrent_kernel
+from hybrid_numerics._precision_flags import ieee_fp32
+from hybrid_numerics._triton_chunk import chunk_forward
+from hybrid_numerics._triton_config import INTERPRET
+from hybrid_numerics._triton_kernels import recurrent_kernel
 from hybrid_numerics._triton_scan import scan_states
 from hybrid_numerics._validate import GDNShapes
-from hybrid_numerics._varlen import pad_packed, seq_bounds, unpad_packed
+from hybrid_numerics._varlen import align_packed, seq_bounds, unalign_packed
 
 
 def run_triton(
@@ -36,11 +43,16 @@ def run_triton(
     initial_state: torch.Tensor | None,
     output_final_state: bool,
     cu_seqlens: torch.Tensor | None,
+    offsets: list[int] | None,
     use_qk_l2norm: bool,
     state_cache: torch.Tensor | None,
     state_indices: torch.Tensor | None,
+    needs_grad: bool,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Dispatch to the Triton kernels; same contract as the torch paths (inputs validated)."""
+    """Dispatch to the Triton kernels; same contract as the torch paths (inputs validated).
+
+    ``offsets``: host copy of ``cu_seqlens`` (the chunk path plans its chunks with it; the
+    decode kernel reads ``cu_seqlens`` on the device and never needs it)."""
     if not q.is_cuda and not INTERPRET:
         raise GDNInputError(
             "backend='triton' needs CUDA tensors, or TRITON_INTERPRET=1 set before importing "
@@ -51,6 +63,14 @@ def run_triton(
     if mode == "recurrent":
         return _recurrent(q, k, v, g, beta, shapes, scale, initial_state, output_final_state,
                           cu_seqlens, use_qk_l2norm, state_cache, state_indices)  # fmt: skip
+    if cu_seqlens is not None and offsets is None:
+        offsets = [int(x) for x in cu_seqlens.tolist()]
+    if not needs_grad:
+        return chunk_forward(
+            q, k, v, g, beta, shapes, scale=scale, initial_state=initial_state,
+            output_final_state=output_final_state, cu_seqlens=cu_seqlens, offsets=offsets,
+            use_qk_l2norm=use_qk_l2norm, state_cache=state_cache, state_indices=state_indices,
+        )  # fmt: skip
     from hybrid_numerics._api import gather_states, scatter_states
 
     use_cache = state_cache is not None and state_indices is not None
@@ -58,7 +78,10 @@ def run_triton(
         assert state_cache is not None
         assert state_indices is not None
         initial_state = gather_states(state_cache, state_indices, torch.float32)
-    o, final = _chunk(q, k, v, g, beta, shapes, scale, initial_state, cu_seqlens, use_qk_l2norm)
+    with ieee_fp32(q.is_cuda):
+        o, final = _chunk_autograd(
+            q, k, v, g, beta, shapes, scale, initial_state, cu_seqlens, use_qk_l2norm
+        )
     if use_cache:
         assert state_cache is not None
         assert state_indices is not None
@@ -82,32 +105,46 @@ def _recurrent(
     state_indices: torch.Tensor | None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     HV, K, V, N = shapes.HV, shapes.K, shapes.V, shapes.N
-    o = torch.empty(q.shape[0], q.shape[1], HV, V, dtype=torch.float32, device=q.device)
-    use_slots = state_cache is not None
+    o = torch.empty(q.shape[0], q.shape[1], HV, V, dtype=v.dtype, device=q.device)
+    use_slots = state_cache is not None and state_indices is not None
     final = None
+    if output_final_state:
+        final = torch.empty(N, HV, K, V, dtype=torch.float32, device=q.device)
     if use_slots:
         h0 = ht = state_cache  # read and written in place, one distinct slot per program
     else:
         h0 = initial_state.float().contiguous() if initial_state is not None else o
-        final = torch.empty(N, HV, K, V, dtype=torch.float32, device=q.device)
-        ht = final
+        ht = final if final is not None else o
     BK = triton.next_power_of_2(K)
     # No autotuner here: tuning re-runs the kernel, which would apply an in-place update twice.
     BV = min(triton.next_power_of_2(V), 16 if INTERPRET else 32)
-    grid = (triton.cdiv(V, BV), N * HV)
-    recurrent_kernel[grid](
-        q, k, v, g, beta, o, h0, ht,
+    recurrent_kernel[decode_grid(N, HV, V, BV)](
+        q, k, v, g, beta, o, h0, ht, final if final is not None else o,
         state_indices if use_slots else o, cu_seqlens if cu_seqlens is not None else o,
         scale, shapes.T,
         H=shapes.H, HV=HV, K=K, V=V, BK=BK, BV=BV,
         USE_INITIAL=use_slots or initial_state is not None,
         STORE_FINAL=use_slots or output_final_state, USE_SLOTS=use_slots,
+        STORE_OUT=use_slots and output_final_state,
         IS_VARLEN=cu_seqlens is not None, USE_L2NORM=use_qk_l2norm,
     )  # fmt: skip
-    return o.to(v.dtype), (final if output_final_state and not use_slots else None)
+    return o, final
 
 
-def _chunk(
+#: CUDA's limit on grid axes 1 and 2 (axis 0 allows 2^31 - 1).
+GRID_YZ_LIMIT = 65_535
+
+
+def decode_grid(N: int, HV: int, V: int, BV: int) -> tuple[int, int]:
+    """The decode kernel's grid: sequences x value heads on axis 0 (4,096 sequences at HV = 32
+    are 131,072 programs, twice what axis 1 would take), V blocks on axis 1."""
+    grid = (N * HV, triton.cdiv(V, BV))
+    if grid[1] > GRID_YZ_LIMIT:  # pragma: no cover - V would have to exceed 1M
+        raise GDNInputError(f"value head dim {V} needs {grid[1]} blocks on grid axis 1")
+    return grid
+
+
+def _chunk_autograd(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
@@ -119,12 +156,22 @@ def _chunk(
     cu_seqlens: torch.Tensor | None,
     use_qk_l2norm: bool,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    bounds = None
+    """The differentiable chunk path: batched torch terms + the Triton scan and its backward.
+
+    Packed input is chunk-aligned (each sequence zero-padded to a multiple of 64, never to the
+    longest: 4,096 + 63 x 16 tokens become 8,128, not 262,144) and the scan restarts at each
+    sequence's first chunk."""
+    bounds = chunk_offsets = None
+    C = CHUNK_SIZE
     if cu_seqlens is not None:
         bounds = seq_bounds(cu_seqlens)
-        q, k, v, g, beta = (pad_packed(x, bounds) for x in (q, k, v, g, beta))
-    terms = prepare_chunks(q, k, v, g, beta, shapes, scale, use_qk_l2norm, CHUNK_SIZE)
-    B, H, G, NC, C, V = terms.u.shape
+        q, k, v, g, beta = (align_packed(x, bounds, C) for x in (q, k, v, g, beta))
+        starts = [0]
+        for a, b in bounds:
+            starts.append(starts[-1] + -(-(b - a) // C))
+        chunk_offsets = torch.tensor(starts, dtype=torch.int32, device=q.device)
+    terms = prepare_chunks(q, k, v, g, beta, shapes, scale, use_qk_l2norm, C)
+    B, H, G, NC, _, V = terms.u.shape
     HV, K = H * G, shapes.K
     w = terms.w.expand(B, H, G, NC, C, K).reshape(B * HV, NC, C, K).contiguous()
     kd = terms.kd.expand(B, H, G, NC, C, K).reshape(B * HV, NC, C, K).contiguous()
@@ -132,13 +179,10 @@ def _chunk(
     decay = terms.chunk_decay.reshape(B * HV, NC).contiguous()
     h0 = None
     if initial_state is not None:
-        h0 = initial_state.float().reshape(B * HV, K, V).contiguous()
-    # Differentiable: the scan's backward is the reverse-scan kernel (see _triton_scan); the
-    # state-independent terms above and the outputs below go through autograd.
-    states = scan_states(w, u, kd, decay, h0)
-    states = states.reshape(B, H, G, NC + 1, K, V)
-    o = terms.outputs(states, q.shape[1])
-    final = states[:, :, :, NC].reshape(B, HV, K, V)
+        h0 = initial_state.float().reshape(-1, K, V).contiguous()
+    entering, finals = scan_states(w, u, kd, decay, h0, chunk_offsets, HV)
+    o = terms.outputs(entering.reshape(B, H, G, NC, K, V), q.shape[1])
+    final = finals.reshape(shapes.N, HV, K, V)  # the kernel's own contiguous buffer
     if bounds is not None:
-        o = unpad_packed(o, bounds)
+        o = unalign_packed(o, bounds, C)
     return o, final

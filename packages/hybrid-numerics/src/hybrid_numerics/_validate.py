@@ -34,6 +34,8 @@ class GDNShapes:
     K: int
     V: int
     N: int
+    #: Host copy of ``cu_seqlens`` when it was checked on the host (``None``: dense, or not read).
+    offsets: tuple[int, ...] | None = None
 
     @property
     def group(self) -> int:
@@ -72,11 +74,13 @@ def validate_gdn_inputs(
     initial_state: torch.Tensor | None,
     cu_seqlens: torch.Tensor | None,
     gate_params: tuple[torch.Tensor, torch.Tensor | None] | None = None,
+    host_checks: bool = True,
 ) -> GDNShapes:
     """Check ranks, head grouping, dtypes, devices, contiguity and ``cu_seqlens``; return the sizes.
 
     Layout (fla's): ``q, k: [B, T, H, K]``, ``v: [B, T, HV, V]`` with ``HV % H == 0``,
-    ``g, beta: [B, T, HV]``, state ``[N, HV, K, V]``.
+    ``g, beta: [B, T, HV]``, state ``[N, HV, K, V]``. ``host_checks=False`` skips the checks
+    that read ``cu_seqlens``' values (a device-to-host copy, i.e. a sync on CUDA).
     """
     _check_tensor("q", q, 4, ACTIVATION_DTYPES)
     _check_tensor("k", k, 4, ACTIVATION_DTYPES)
@@ -113,8 +117,10 @@ def validate_gdn_inputs(
                 _fail(f"dt_bias must have shape {(HV,)}, got {tuple(dt_bias.shape)}")
             tensors["dt_bias"] = dt_bias
     N = B
+    offsets = None
     if cu_seqlens is not None:
-        N = _validate_cu_seqlens(cu_seqlens, B, T)
+        offsets = _validate_cu_seqlens(cu_seqlens, B, T, host_checks)
+        N = cu_seqlens.numel() - 1
         tensors["cu_seqlens"] = cu_seqlens
     if initial_state is not None:
         _check_tensor("initial_state", initial_state, 4, STATE_DTYPES)
@@ -130,19 +136,23 @@ def validate_gdn_inputs(
             isinstance(scale, (int, float)) and math.isfinite(scale) and scale > 0,
             f"scale must be a positive finite number, got {scale!r}",
         )
-    return GDNShapes(B=B, T=T, H=H, HV=HV, K=K, V=V, N=N)
+    return GDNShapes(B=B, T=T, H=H, HV=HV, K=K, V=V, N=N, offsets=offsets)
 
 
-def _validate_cu_seqlens(cu_seqlens: torch.Tensor, B: int, T: int) -> int:
+def _validate_cu_seqlens(
+    cu_seqlens: torch.Tensor, B: int, T: int, host_checks: bool
+) -> tuple[int, ...] | None:
     _check_tensor("cu_seqlens", cu_seqlens, 1, INDEX_DTYPES)
     _require(B == 1, f"with cu_seqlens the batch must be packed into B=1, got B={B}")
     _require(cu_seqlens.numel() >= 2, "cu_seqlens needs at least two entries [0, ..., T]")
-    offsets = cu_seqlens.tolist()  # host copy: offsets are tiny and needed to plan the work anyway
+    if not host_checks:
+        return None
+    offsets = [int(x) for x in cu_seqlens.tolist()]  # host copy (the chunk path plans with it)
     _require(offsets[0] == 0, f"cu_seqlens must start at 0, got {offsets[0]}")
     _require(offsets[-1] == T, f"cu_seqlens must end at T={T}, got {offsets[-1]}")
     steps = [b - a for a, b in itertools.pairwise(offsets)]
     _require(all(s > 0 for s in steps), f"cu_seqlens must be strictly increasing, got {offsets}")
-    return len(offsets) - 1
+    return tuple(offsets)
 
 
 def _check_same_device(tensors: dict[str, torch.Tensor]) -> None:
@@ -161,12 +171,15 @@ def validate_state_cache(
     shapes: GDNShapes,
     initial_state: torch.Tensor | None,
     device: torch.device,
+    host_checks: bool = True,
 ) -> bool:
     """Check an in-place FP32 state cache ``[S, HV, K, V]`` and its per-sequence slots ``[N]``.
 
     Slots must be distinct (two sequences writing one slot would race); a negative slot means
     "no cached state": the sequence starts from zeros and its final state is not written back.
     Returns whether every slot is live (``>= 0``), which lets the caller skip the masking.
+    ``host_checks=False`` skips the checks of the slots' values (range, distinct): they need a
+    device-to-host copy, i.e. a sync on CUDA; it then returns ``False`` (liveness unknown).
     """
     if state_cache is None and state_indices is None:
         return False
@@ -197,6 +210,8 @@ def validate_state_cache(
             "state_indices": state_indices,
         }
     )
+    if not host_checks:
+        return False
     slots = state_indices.tolist()
     live = [s for s in slots if s >= 0]
     _require(
