@@ -155,6 +155,40 @@ def test_a_request_held_past_its_timeout_marks_the_engine_unavailable(
     assert run(_with_engine(served.url, body, config)) < 5.0  # no retry of a held request
 
 
+def test_a_turn_aborted_by_a_pause_is_continued_into_one_whole_exact_turn(
+    served: ServerProcess, weights: Weights
+) -> None:
+    """Someone pauses the server with ``mode=abort`` mid-turn: the server answers the partial
+    turn (``finish_reason: "abort"``), HttpEngine sends the continuation, meets 503s while the
+    pause lasts, and after ``/resume`` returns one whole turn scored by the served weights."""
+    prompt = [4, 8, 15, 16, 23, 42]
+    config = HttpEngineConfig(retries=40, backoff_s=0.05, backoff_max_s=0.1)
+
+    async def body(engine: HttpEngine) -> tuple[GenerateResult, dict[str, float], bool]:
+        before = await engine.metrics()
+        turn = asyncio.ensure_future(engine.generate(request(prompt, 150, seed=11)))
+        while (await engine.metrics())["arctic_engine_generated_tokens_total"] < (
+            before["arctic_engine_generated_tokens_total"] + 5
+        ):
+            assert not turn.done(), "the turn ended before the abort"
+            await asyncio.sleep(0.005)
+        await engine._control("POST", "/pause?mode=abort")
+        await asyncio.sleep(0.3)  # the continuation is refused (503) while paused
+        held = not turn.done()
+        await engine._control("POST", "/resume")
+        result = await turn
+        after = await engine.metrics()
+        return result, {k: after[k] - before.get(k, 0.0) for k in after}, held
+
+    result, delta, held = run(_with_engine(served.url, body, config))
+    assert held
+    assert delta["arctic_engine_requests_aborted_total"] == 1
+    assert delta["arctic_engine_requests_total"] >= 2  # the partial turn and its continuation
+    assert 5 < len(result.token_ids) <= 150
+    assert set(result.token_versions) == {weights.version}
+    assert float(_errors(result, prompt, weights.model).max()) < 2e-5
+
+
 # ---------------------------------------------------------------- in-flight refresh
 class Weights:
     """The weights the refresh tests' server holds, version by version."""

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import attrs
 import httpx
 
 from arctic_swe.engine._errors import (
@@ -123,19 +124,52 @@ class HttpEngine:
         """Sample one turn: ``POST /v1/completions`` with the whole history as token ids.
 
         Returns one log-prob and one policy version per sampled token (a refresh that lands
-        mid-turn splits the turn's ``weight_versions`` spans). Raises :class:`RequestError`
-        on a 4xx, :class:`EngineUnavailableError` when the server does not answer within the
-        retries, :class:`EngineProtocolError` on a malformed answer.
+        mid-turn splits the turn's ``weight_versions`` spans). A turn the server ends with
+        ``finish_reason: "abort"`` (someone paused it with ``mode=abort``) is continued: its
+        partial tokens are appended to the prompt and the rest is requested (retried like any
+        503 while the pause lasts), so the caller always gets a whole turn whose tokens keep
+        the log-probs and versions they were sampled with. Raises :class:`RequestError` on a
+        4xx, :class:`EngineUnavailableError` when the server does not answer within the
+        retries (or aborts the turn more than ``retries + 1`` times in a row without a new
+        token), :class:`EngineProtocolError` on a malformed answer.
         """
         if not isinstance(request, GenerateRequest):
             raise RequestError(f"expected a GenerateRequest, got {type(request).__name__}")
-        body = self._completion_body(request)
         self._in_flight += 1
         try:
-            reply = await self._call("POST", "/v1/completions", json=body, kind="generate")
+            return await self._generate_whole(request)
         finally:
             self._in_flight -= 1
-        return parse_completion(reply)
+
+    async def _generate_whole(self, request: GenerateRequest) -> GenerateResult:
+        parts: list[GenerateResult] = []
+        done = 0
+        idle_aborts = 0
+        while True:
+            piece: Any = request
+            if done:  # a continuation: the partial turn becomes part of the prompt
+                sampled: list[int] = [t for p in parts for t in p.token_ids]
+                history: Any = [*request.prompt_ids, *sampled]  # attrs' converter: a tuple
+                piece = attrs.evolve(
+                    request,
+                    prompt_ids=history,
+                    max_new_tokens=request.max_new_tokens - done,
+                    seed=None if request.seed is None else (request.seed + done) % 2**63,
+                )
+            body = self._completion_body(piece)
+            reply = await self._call("POST", "/v1/completions", json=body, kind="generate")
+            part = parse_completion(reply)
+            parts.append(part)
+            done += len(part.token_ids)
+            if finish_reason(reply) != "abort" or done >= request.max_new_tokens:
+                return _joined(parts)
+            idle_aborts = 0 if part.token_ids else idle_aborts + 1
+            if idle_aborts > self.config.retries:
+                raise EngineUnavailableError(
+                    f"engine {self._engine_id}: turn aborted {idle_aborts} times in a row "
+                    "without progress"
+                )
+            await asyncio.sleep(self._backoff(max(idle_aborts, 1)))
 
     async def refresh(
         self, weights_ref: str, version: int, *, invalidate_caches: bool = True
@@ -345,6 +379,28 @@ def parse_completion(reply: object) -> GenerateResult:
         )
     except ValueError as exc:  # load_router.ConfigError: lengths, negative ids
         raise EngineProtocolError(f"inconsistent completion: {exc}") from exc
+
+
+def finish_reason(reply: object) -> str | None:
+    """``choices[0].finish_reason`` of a completion answer (``None`` if absent)."""
+    try:
+        reason = reply["choices"][0].get("finish_reason")  # type: ignore[index]
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return None
+    return reason if isinstance(reason, str) else None
+
+
+def _joined(parts: Sequence[GenerateResult]) -> GenerateResult:
+    """One turn from its pieces (a turn continued after aborts), in order."""
+    if len(parts) == 1:
+        return parts[0]
+    ids: Any = tuple(t for p in parts for t in p.token_ids)
+    logprobs: Any = tuple(x for p in parts for x in p.logprobs)
+    versions: Any = tuple(v for p in parts for v in p.token_versions)
+    newest = versions[-1] if versions else parts[-1].policy_version
+    return GenerateResult(
+        token_ids=ids, logprobs=logprobs, policy_version=newest, token_versions=versions
+    )
 
 
 def versions_from_spans(spans: object, num_tokens: int) -> tuple[int, ...]:
