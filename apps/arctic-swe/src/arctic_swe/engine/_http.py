@@ -28,6 +28,10 @@ from load_router import GenerateRequest, GenerateResult
 
 #: HTTP statuses worth another try: the server is overloaded, restarting or paused.
 _RETRY_STATUSES = frozenset({500, 502, 503, 504})
+#: Connections per pool. httpcore scans every connection of its pool for every queued request
+#: on each request and response (quadratic in the concurrency): 32 turns in one pool cost ~2 ms
+#: of client CPU each, so concurrent turns are spread over several small pools instead.
+_LANE_CONNECTIONS = 8
 
 
 @dataclass(frozen=True)
@@ -98,7 +102,8 @@ class HttpEngine:
         self._capacity = capacity
         self.base_url = base_url.rstrip("/")
         self.config = config or HttpEngineConfig()
-        self._client: httpx.AsyncClient | None = None
+        self._clients: list[httpx.AsyncClient] = []  # lane 0 also carries control calls
+        self._lane_load: list[int] = []
         self._in_flight = 0
         self._initialised = False
         self._refresh_lock: asyncio.Lock | None = None
@@ -254,9 +259,9 @@ class HttpEngine:
     async def aclose(self) -> None:
         """Close the connection pool; later calls raise :class:`EngineClosedError`."""
         self._closed = True
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        clients, self._clients, self._lane_load = self._clients, [], []
+        for client in clients:
+            await client.aclose()
 
     # ------------------------------------------------------------------ internals
     def _completion_body(self, request: GenerateRequest) -> dict[str, Any]:
@@ -277,15 +282,23 @@ class HttpEngine:
             body["stop_token_ids"] = list(self.config.stop_token_ids)
         return body
 
-    def _http(self) -> httpx.AsyncClient:
+    def _http(self, lane: int = 0) -> httpx.AsyncClient:
         if self._closed:
             raise EngineClosedError(f"engine {self._engine_id} is closed")
-        if self._client is None:
+        if not self._clients:
+            lanes = -(-(self._capacity + 8) // _LANE_CONNECTIONS)  # ceil: room for capacity + 8
             limits = httpx.Limits(
-                max_connections=self._capacity + 8, max_keepalive_connections=self._capacity + 8
+                max_connections=_LANE_CONNECTIONS, max_keepalive_connections=_LANE_CONNECTIONS
             )
-            self._client = httpx.AsyncClient(base_url=self.base_url, limits=limits)
-        return self._client
+            self._clients = [
+                httpx.AsyncClient(base_url=self.base_url, limits=limits) for _ in range(lanes)
+            ]
+            self._lane_load = [0] * lanes
+        return self._clients[lane]
+
+    def _least_loaded_lane(self) -> int:
+        self._http()  # the pools exist (or EngineClosedError)
+        return min(range(len(self._lane_load)), key=self._lane_load.__getitem__)
 
     def _timeout(self, *, control: bool) -> httpx.Timeout:
         total = self.config.control_timeout_s if control else self.config.request_timeout_s
@@ -313,8 +326,9 @@ class HttpEngine:
         for attempt in range(self.config.retries + 1):
             if attempt:
                 await asyncio.sleep(self._backoff(attempt))
+            lane = self._least_loaded_lane() if kind == "generate" else 0
             try:
-                response = await self._http().request(method, path, json=json, timeout=timeout)
+                response = await self._send(lane, method, path, json, timeout)
             except httpx.ConnectTimeout as exc:
                 last = repr(exc)
                 continue
@@ -345,6 +359,23 @@ class HttpEngine:
             f"engine {self._engine_id} at {self.base_url}: {method} {path} failed "
             f"{self.config.retries + 1} times; last: {last}"
         )
+
+    async def _send(
+        self,
+        lane: int,
+        method: str,
+        path: str,
+        json: Mapping[str, Any] | None,
+        timeout: httpx.Timeout,
+    ) -> httpx.Response:
+        client = self._http(lane)
+        clients = self._clients
+        self._lane_load[lane] += 1
+        try:
+            return await client.request(method, path, json=json, timeout=timeout)
+        finally:
+            if self._clients is clients:  # not closed (and reopened) meanwhile
+                self._lane_load[lane] -= 1
 
     def _backoff(self, attempt: int) -> float:
         delay = min(self.config.backoff_s * 2.0 ** (attempt - 1), self.config.backoff_max_s)
