@@ -113,6 +113,25 @@ def test_is_a_load_router_engine_and_generates_what_the_in_process_engine_does(
         assert max(abs(a - b) for a, b in zip(got.logprobs, want.logprobs, strict=True)) < 1e-5
 
 
+def test_concurrent_turns_are_spread_over_small_connection_pools(served: ServerProcess) -> None:
+    """httpcore scans its whole pool per request event, so a client with all turns in one pool
+    pays quadratically; the engine spreads them over pools of 8 connections, least loaded
+    first, and every turn still completes."""
+    loads: list[list[int]] = []
+
+    async def body(engine: HttpEngine) -> list[GenerateResult]:
+        calls = [asyncio.ensure_future(engine.generate(request([i + 1, 2], 2))) for i in range(16)]
+        await asyncio.sleep(0)  # every call has picked its pool
+        loads.append(list(engine._lane_load))
+        results = await asyncio.gather(*calls)
+        loads.append(list(engine._lane_load))
+        return list(results)
+
+    results = run(_with_engine(served.url, body))  # capacity 8: ceil((8 + 8) / 8) = 2 pools
+    assert loads == [[8, 8], [0, 0]]
+    assert all(len(r.token_ids) == 2 for r in results)
+
+
 def test_a_4xx_is_a_request_error_and_the_engine_stays_usable(served: ServerProcess) -> None:
     async def body(engine: HttpEngine) -> GenerateResult:
         with pytest.raises(RequestError, match="outside the vocabulary"):
