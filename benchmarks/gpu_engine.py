@@ -324,9 +324,12 @@ def _update_info(args: argparse.Namespace, weights: dict[str, torch.Tensor], roo
     }
 
 
-def _refresh(args: argparse.Namespace, server: Server, trainer: Any, root: Path, low: int) -> Any:
-    """Weights updated while a batch is in flight; returns the timing (the in-flight batch
-    finishes under the new weights)."""
+def _refresh(
+    args: argparse.Namespace, server: Server, trainer: Any, root: Path, low: int, batch_s: float
+) -> Any:
+    """Weights updated while a batch is in flight (about a third of the way in, from the
+    rollouts stage's ``batch_s``); returns the timing (the batch finishes under the new
+    weights; ``mid_batch`` says whether it was still running when the update began)."""
     vocab = trainer.config.vocab_size
     dtype = torch.float32 if args.smoke else torch.bfloat16  # the served model's dtype
     weights = _new_weights(trainer, dtype)
@@ -335,7 +338,7 @@ def _refresh(args: argparse.Namespace, server: Server, trainer: Any, root: Path,
 
     async def in_flight() -> dict[str, Any]:
         batch = asyncio.ensure_future(_complete(server.url, prompts, args.new_tokens, seed=200))
-        await asyncio.sleep(0.2 if args.smoke else 0.5)
+        await asyncio.sleep(min(0.3 * batch_s, 5.0))
         mid_batch = not batch.done()
         info = await asyncio.to_thread(_update_info, args, weights, root)
         started = time.perf_counter()
@@ -400,9 +403,14 @@ def main() -> None:
         if server is not None:
             try:
                 old = copy.deepcopy(trainer)  # the control of the check
+
+                def _batch_s() -> float:
+                    rollouts = values.get("rollouts")
+                    return float(rollouts["seconds"]) if rollouts else 1.0
+
                 for name, body in [
                     ("rollouts", lambda: _rollouts(args, server, trainer, low)),
-                    ("refresh", lambda: _refresh(args, server, trainer, root, low)),
+                    ("refresh", lambda: _refresh(args, server, trainer, root, low, _batch_s())),
                     ("check", lambda: _check(args, server, trainer, old, low)),
                 ]:
                     values[name] = _stage(stages, name, body)
