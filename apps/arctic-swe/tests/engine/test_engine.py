@@ -211,6 +211,58 @@ def test_cancelled_call_frees_its_slot_and_others_finish(model: Qwen3_5ForCausal
     assert all(r.job is None for r in engine._core.residents.values())
 
 
+def test_abort_ends_running_and_queued_calls_with_their_partial_turns(
+    model: Qwen3_5ForCausalLM,
+) -> None:
+    """vLLM's abort-mode pause: running calls return what they sampled so far ("cancelled"),
+    queued ones return empty turns; the parked history makes the continuation cheap and the
+    whole turn stays exact."""
+    engine = TorchEngine(model, EngineConfig(capacity=1))
+    prompt = [5, 6, 7, 8]
+
+    async def scenario() -> tuple[Generation, Generation, int]:
+        running = asyncio.ensure_future(engine.generate_detailed(request(prompt, 400), seed=3))
+        queued = asyncio.ensure_future(engine.generate_detailed(request([9, 9], 4)))  # no slot
+        while engine.counters.generated_tokens < 5:
+            await asyncio.sleep(0.001)
+        engine.pause()  # abort is a command: it also runs while paused
+        count = await engine.abort()
+        engine.resume()
+        return await running, await queued, count
+
+    partial, empty, count = run(scenario)
+    assert count == 2
+    assert partial.finish_reason == empty.finish_reason == "cancelled"
+    assert 5 <= len(partial.token_ids) < 400
+    assert len(partial.logprobs) == len(partial.versions) == len(partial.token_ids)
+    assert empty.token_ids == ()
+    assert engine.in_flight == 0
+    history = prompt + list(partial.token_ids)
+    rest = run(lambda: engine.generate_detailed(request(history, 6)))
+    assert rest.cached_prompt_tokens == len(history) - 1  # the parked slot, not a re-prefill
+    whole = list(partial.logprobs) + list(rest.logprobs)
+    reference = full_logprobs(model, history + list(rest.token_ids), len(prompt))
+    assert torch.allclose(torch.tensor(whole, dtype=torch.float64), reference, atol=2e-5)
+
+
+def test_an_idle_engine_gathers_a_burst_into_one_prefill(model: Qwen3_5ForCausalLM) -> None:
+    """With an admission window, requests arriving a little apart (as over HTTP) share the
+    first prefill forward; without one, the first request starts a step on its own."""
+
+    async def staggered(window: float) -> int:
+        engine = TorchEngine(model, EngineConfig(capacity=4, admission_window_s=window))
+        calls = []
+        for prompt in prompts(4, seed=9):
+            calls.append(asyncio.ensure_future(engine.generate_detailed(request(prompt, 3))))
+            await asyncio.sleep(0.002)  # arrivals 2 ms apart
+        await asyncio.gather(*calls)
+        await engine.close()
+        return engine.counters.prefill_forwards
+
+    assert run(lambda: staggered(0.05)) == 1
+    assert run(lambda: staggered(0.0)) > 1
+
+
 def test_event_loop_stays_responsive_during_generation(model: Qwen3_5ForCausalLM) -> None:
     engine = TorchEngine(model, EngineConfig(capacity=4))
 
@@ -270,6 +322,8 @@ def test_bad_requests_are_rejected_before_any_work(
         {"max_seq_len": 1},
         {"prefill_token_budget": 4, "prefill_chunk": 8},
         {"stop_token_ids": (-1,)},
+        {"admission_window_s": -0.001},
+        {"admission_window_s": 2.0},
     ],
 )
 def test_bad_engine_config_is_rejected(changes: dict[str, object]) -> None:

@@ -113,6 +113,25 @@ def test_is_a_load_router_engine_and_generates_what_the_in_process_engine_does(
         assert max(abs(a - b) for a, b in zip(got.logprobs, want.logprobs, strict=True)) < 1e-5
 
 
+def test_concurrent_turns_are_spread_over_small_connection_pools(served: ServerProcess) -> None:
+    """httpcore scans its whole pool per request event, so a client with all turns in one pool
+    pays quadratically; the engine spreads them over pools of 8 connections, least loaded
+    first, and every turn still completes."""
+    loads: list[list[int]] = []
+
+    async def body(engine: HttpEngine) -> list[GenerateResult]:
+        calls = [asyncio.ensure_future(engine.generate(request([i + 1, 2], 2))) for i in range(16)]
+        await asyncio.sleep(0)  # every call has picked its pool
+        loads.append(list(engine._lane_load))
+        results = await asyncio.gather(*calls)
+        loads.append(list(engine._lane_load))
+        return list(results)
+
+    results = run(_with_engine(served.url, body))  # capacity 8: ceil((8 + 8) / 8) = 2 pools
+    assert loads == [[8, 8], [0, 0]]
+    assert all(len(r.token_ids) == 2 for r in results)
+
+
 def test_a_4xx_is_a_request_error_and_the_engine_stays_usable(served: ServerProcess) -> None:
     async def body(engine: HttpEngine) -> GenerateResult:
         with pytest.raises(RequestError, match="outside the vocabulary"):
@@ -153,6 +172,40 @@ def test_a_request_held_past_its_timeout_marks_the_engine_unavailable(
         return time.monotonic() - started
 
     assert run(_with_engine(served.url, body, config)) < 5.0  # no retry of a held request
+
+
+def test_a_turn_aborted_by_a_pause_is_continued_into_one_whole_exact_turn(
+    served: ServerProcess, weights: Weights
+) -> None:
+    """Someone pauses the server with ``mode=abort`` mid-turn: the server answers the partial
+    turn (``finish_reason: "abort"``), HttpEngine sends the continuation, meets 503s while the
+    pause lasts, and after ``/resume`` returns one whole turn scored by the served weights."""
+    prompt = [4, 8, 15, 16, 23, 42]
+    config = HttpEngineConfig(retries=40, backoff_s=0.05, backoff_max_s=0.1)
+
+    async def body(engine: HttpEngine) -> tuple[GenerateResult, dict[str, float], bool]:
+        before = await engine.metrics()
+        turn = asyncio.ensure_future(engine.generate(request(prompt, 150, seed=11)))
+        while (await engine.metrics())["arctic_engine_generated_tokens_total"] < (
+            before["arctic_engine_generated_tokens_total"] + 5
+        ):
+            assert not turn.done(), "the turn ended before the abort"
+            await asyncio.sleep(0.005)
+        await engine._control("POST", "/pause?mode=abort")
+        await asyncio.sleep(0.3)  # the continuation is refused (503) while paused
+        held = not turn.done()
+        await engine._control("POST", "/resume")
+        result = await turn
+        after = await engine.metrics()
+        return result, {k: after[k] - before.get(k, 0.0) for k in after}, held
+
+    result, delta, held = run(_with_engine(served.url, body, config))
+    assert held
+    assert delta["arctic_engine_requests_aborted_total"] == 1
+    assert delta["arctic_engine_requests_total"] >= 2  # the partial turn and its continuation
+    assert 5 < len(result.token_ids) <= 150
+    assert set(result.token_versions) == {weights.version}
+    assert float(_errors(result, prompt, weights.model).max()) < 2e-5
 
 
 # ---------------------------------------------------------------- in-flight refresh

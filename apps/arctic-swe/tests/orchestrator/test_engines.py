@@ -13,7 +13,13 @@ import pytest
 from arctic_swe.config import RunConfig, RunDir, apply_overrides, prepare_run_dir
 from arctic_swe.engine import TorchEngine
 from arctic_swe.model import build_policy, policy_config, save_policy
-from arctic_swe.orchestrator._engines import EngineInputs, EngineSetupError, open_engines
+from arctic_swe.orchestrator._engines import (
+    EngineInputs,
+    EngineSetupError,
+    open_engines,
+    server_spec,
+)
+from arctic_swe.orchestrator._launch import serve_command
 
 
 @pytest.fixture(scope="module")
@@ -63,3 +69,19 @@ def test_http_engines_that_never_answer_fail_setup_in_bounded_time(
     with pytest.raises(EngineSetupError, match=rf"engine at {url} is not ready"):
         asyncio.run(scenario())
     assert time.monotonic() - began < 30
+
+
+@pytest.mark.parametrize(("fp32", "dtype"), [("true", "float32"), ("false", "bfloat16")])
+def test_launched_servers_honour_the_trainers_fp32_numerics(
+    tmp_path: Path, fp32: str, dtype: str
+) -> None:
+    """``trainer.fp32_numerics = false`` asks every engine for a bf16 recurrent state: the
+    in-process ones through ``EngineConfig.state_dtype``, launched servers through
+    ``--mamba-ssm-cache-dtype`` (the served effect is tested in tests/serve/test_command.py)."""
+    config, _ = _config(
+        tmp_path, "engine.kind=http", "engine.launch=2", f"trainer.fp32_numerics={fp32}"
+    )
+    spec = server_spec(config, tmp_path)
+    assert spec.state_dtype == dtype
+    argv = serve_command(spec, "http-0")
+    assert argv[argv.index("--mamba-ssm-cache-dtype") + 1] == dtype

@@ -37,6 +37,7 @@ def test_serve_command_runs_the_cli_on_localhost_with_a_free_port(tmp_path: Path
         "--capacity": "6",
         "--threads": "2",
         "--engine-id": "http-3",
+        "--mamba-ssm-cache-dtype": "float32",
     }
 
 

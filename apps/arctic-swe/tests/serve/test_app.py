@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from arctic_swe.engine import EngineConfig, Generation, TorchEngine
+from arctic_swe.engine._http import parse_prometheus
 from arctic_swe.model import load_policy
 from arctic_swe.serve import save_weight_file
 from load_router import GenerateRequest
@@ -166,8 +167,6 @@ def test_models_health_and_metrics(server: ServerProcess) -> None:
 
 
 def _metrics(server: ServerProcess) -> dict[str, float]:
-    from arctic_swe.engine._http import parse_prometheus
-
     return parse_prometheus(httpx.get(server.url + "/metrics", timeout=TIMEOUT).text)
 
 
@@ -195,38 +194,57 @@ def test_keep_mode_pause_holds_requests_until_resume(server: ServerProcess) -> N
     assert httpx.get(server.url + "/is_paused", timeout=TIMEOUT).json() == {"is_paused": False}
 
 
-def test_abort_mode_pause_aborts_running_requests_and_refuses_new_ones(
+def test_abort_mode_pause_answers_running_requests_with_their_partial_output(
     server: ServerProcess,
 ) -> None:
-    async def scenario() -> tuple[httpx.Response, httpx.Response]:
+    """vLLM 0.33: ``/pause?mode=abort`` ends in-flight requests at once, each a 200 with the
+    tokens it has and ``finish_reason: "abort"``; new requests are refused until /resume."""
+    seeded = completion([1], 60, 7)
+
+    async def scenario() -> tuple[httpx.Response, httpx.Response, float]:
         async with httpx.AsyncClient(timeout=TIMEOUT) as client:
             url = server.url + "/v1/completions"
-            running = asyncio.ensure_future(client.post(url, json=completion([1], 60, 1)))
-            await _until_generating(client, server)
+            before = _metrics(server)
+            running = asyncio.ensure_future(client.post(url, json=seeded))
+            await _until_generated(
+                client, server, before["arctic_engine_generated_tokens_total"] + 3
+            )
             await client.post(server.url + "/pause?mode=keep")  # frozen mid-turn
             await client.post(server.url + "/pause?mode=abort")
             refused = await client.post(url, json=completion([1], 3, 1))
-            return await running, refused
+            aborted = _metrics(server)["arctic_engine_requests_aborted_total"]
+            return await running, refused, aborted - before["arctic_engine_requests_aborted_total"]
 
     try:
-        aborted, refused = asyncio.run(scenario())
+        partial, refused, aborted = asyncio.run(scenario())
     finally:
         post(server, "/resume")
-    assert aborted.status_code == 503
-    assert "aborted" in aborted.json()["error"]["message"]
+    assert partial.status_code == 200, partial.text
+    choice = partial.json()["choices"][0]
+    assert choice["finish_reason"] == "abort"
+    tokens = choice["token_ids"]
+    assert 3 <= len(tokens) < 60
+    assert choice["weight_versions"] == [{"version": "0", "start": 0, "end": len(tokens)}]
+    assert partial.json()["usage"]["completion_tokens"] == len(tokens)
+    assert aborted == 1
     assert refused.status_code == 503
     assert "paused" in refused.json()["error"]["message"]
-    assert post(server, "/v1/completions", json=completion([1], 3, 1)).status_code == 200
+    # The partial turn is exactly the start of the same seeded turn left to run.
+    whole = post(server, "/v1/completions", json=seeded).json()["choices"][0]
+    assert whole["token_ids"][: len(tokens)] == tokens
+    want = whole["logprobs"]["token_logprobs"][: len(tokens)]
+    got = choice["logprobs"]["token_logprobs"]
+    assert max(abs(a - b) for a, b in zip(got, want, strict=True)) < 1e-5
 
 
-async def _until_generating(client: httpx.AsyncClient, server: ServerProcess) -> None:
+async def _until_generated(client: httpx.AsyncClient, server: ServerProcess, total: float) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         text = (await client.get(server.url + "/metrics")).text
-        if "arctic_engine_requests_in_flight 1" in text:
+        if parse_prometheus(text)["arctic_engine_generated_tokens_total"] >= total:
             return
-        await asyncio.sleep(0.01)
-    raise AssertionError("the request never started")
+        await asyncio.sleep(0.005)
+    raise AssertionError("the request never generated")
 
 
 def test_bad_pause_mode_is_400(server: ServerProcess) -> None:

@@ -30,6 +30,12 @@ class EngineConfig:
     * ``state_dtype`` — storage precision of the Gated DeltaNet recurrent state between steps:
       ``torch.float32`` (the recipe) or ``torch.bfloat16`` (the "FP32 numerics off" ablation:
       each stored state is rounded, like an engine whose state cache has the model dtype).
+    * ``admission_window_s`` — when an idle engine receives a request, how long it waits for
+      further arrivals before its first step (the wait restarts on each arrival, capped at 10
+      windows), so requests that reach a server within one burst share one prefill forward and
+      finish together, as they do in-process. ``0`` (the in-process default): step at once;
+      ``arctic-swe serve`` sets it (``--admission-window-ms``). Never applied while sequences
+      are decoding: late arrivals then join the next step.
     """
 
     engine_id: str = "torch-0"
@@ -40,6 +46,7 @@ class EngineConfig:
     prefill_chunk: int = 1024
     prefill_token_budget: int = 8192
     state_dtype: torch.dtype = torch.float32
+    admission_window_s: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.engine_id:
@@ -52,6 +59,9 @@ class EngineConfig:
             raise EngineError(f"max_seq_len must be >= 2, got {self.max_seq_len}")
         if self.prefill_token_budget < self.prefill_chunk:
             raise EngineError("prefill_token_budget must be >= prefill_chunk")
+        window = self.admission_window_s
+        if not isinstance(window, int | float) or not 0 <= window <= 1.0:
+            raise EngineError(f"admission_window_s must be in [0, 1] seconds, got {window!r}")
         if self.state_dtype not in (torch.float32, torch.bfloat16, torch.float16):
             raise EngineError(
                 f"state_dtype must be float32, bfloat16 or float16: {self.state_dtype}"

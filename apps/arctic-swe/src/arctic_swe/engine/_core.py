@@ -275,6 +275,20 @@ class EngineCore:
         self._clock += 1
         resident.last_used = self._clock
 
+    def abort_all(self, queued: Sequence[Job]) -> list[Job]:
+        """End every waiting and decoding job now (``queued``: jobs not handed to the core
+        yet), each with the tokens it has so far and finish ``"cancelled"``; decoding slots are
+        parked with their computed history, so a continuation reuses it. Returns the jobs."""
+        aborted = [*queued, *self.waiting]
+        self.waiting.clear()
+        for resident in self.active():
+            assert resident.job is not None
+            aborted.append(resident.job)
+            self._park(resident)
+        for job in aborted:
+            job.finish = "cancelled"
+        return aborted
+
     # ------------------------------------------------------------------ slots
     def release(self, slot: int) -> None:
         """Free a parked slot (its cache content is forgotten)."""

@@ -206,6 +206,20 @@ class TorchEngine:
         if self._driver is not None or self._inbox:
             self._kick()
 
+    async def abort(self) -> int:
+        """End every queued and running generate call now (vLLM's ``pause(mode="abort")``):
+        each returns its partial turn — the tokens, log-probs and versions sampled so far —
+        with finish reason ``"cancelled"``; the slots keep the computed history, so the
+        rollout's continuation (the partial turn appended to its prompt) is not recomputed.
+        Runs between two steps, also while paused. Returns how many calls it ended."""
+        queued, self._inbox = self._inbox, []
+        aborted: list[Job] = await self._submit(lambda: self._core.abort_all(queued))
+        for job in aborted:
+            future = self._futures.pop(job, None)
+            if future is not None:
+                _settle(future, result=job.generation())
+        return len(aborted)
+
     async def forget(self, token_ids: Iterable[int]) -> int:
         """Drop the parked cache of a finished rollout (history a prefix of ``token_ids``);
         returns how many slots were freed. Optional: parked slots are also evicted LRU."""
@@ -289,6 +303,8 @@ class TorchEngine:
                 self._wake.clear()
                 await self._wake.wait()
                 continue
+            if stepping and self._inbox and not self._commands and not self._core.has_work():
+                await self._await_burst()
             commands, self._commands = self._commands, []
             jobs: list[Job] = []
             if stepping:
@@ -308,6 +324,22 @@ class TorchEngine:
                 future = self._futures.pop(job, None)
                 if future is not None:
                     _settle(future, result=job.generation())
+
+    async def _await_burst(self) -> None:
+        """An idle engine got its first request: wait while more keep arriving (each within
+        ``admission_window_s`` of the last, at most 10 windows in all), so a burst of
+        concurrent requests from another process shares one prefill and one decode batch."""
+        window = self.config.admission_window_s
+        if window <= 0:
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 10 * window
+        seen = len(self._inbox)
+        while loop.time() < deadline and not self._commands:
+            await asyncio.sleep(min(window, max(deadline - loop.time(), 0.0)))
+            if len(self._inbox) == seen:
+                return
+            seen = len(self._inbox)
 
     def _step(
         self, commands: list[_Command], jobs: list[Job], stepping: bool = True

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import attrs
 import httpx
 
 from arctic_swe.engine._errors import (
@@ -27,6 +28,10 @@ from load_router import GenerateRequest, GenerateResult
 
 #: HTTP statuses worth another try: the server is overloaded, restarting or paused.
 _RETRY_STATUSES = frozenset({500, 502, 503, 504})
+#: Connections per pool. httpcore scans every connection of its pool for every queued request
+#: on each request and response (quadratic in the concurrency): 32 turns in one pool cost ~2 ms
+#: of client CPU each, so concurrent turns are spread over several small pools instead.
+_LANE_CONNECTIONS = 8
 
 
 @dataclass(frozen=True)
@@ -97,7 +102,8 @@ class HttpEngine:
         self._capacity = capacity
         self.base_url = base_url.rstrip("/")
         self.config = config or HttpEngineConfig()
-        self._client: httpx.AsyncClient | None = None
+        self._clients: list[httpx.AsyncClient] = []  # lane 0 also carries control calls
+        self._lane_load: list[int] = []
         self._in_flight = 0
         self._initialised = False
         self._refresh_lock: asyncio.Lock | None = None
@@ -123,19 +129,52 @@ class HttpEngine:
         """Sample one turn: ``POST /v1/completions`` with the whole history as token ids.
 
         Returns one log-prob and one policy version per sampled token (a refresh that lands
-        mid-turn splits the turn's ``weight_versions`` spans). Raises :class:`RequestError`
-        on a 4xx, :class:`EngineUnavailableError` when the server does not answer within the
-        retries, :class:`EngineProtocolError` on a malformed answer.
+        mid-turn splits the turn's ``weight_versions`` spans). A turn the server ends with
+        ``finish_reason: "abort"`` (someone paused it with ``mode=abort``) is continued: its
+        partial tokens are appended to the prompt and the rest is requested (retried like any
+        503 while the pause lasts), so the caller always gets a whole turn whose tokens keep
+        the log-probs and versions they were sampled with. Raises :class:`RequestError` on a
+        4xx, :class:`EngineUnavailableError` when the server does not answer within the
+        retries (or aborts the turn more than ``retries + 1`` times in a row without a new
+        token), :class:`EngineProtocolError` on a malformed answer.
         """
         if not isinstance(request, GenerateRequest):
             raise RequestError(f"expected a GenerateRequest, got {type(request).__name__}")
-        body = self._completion_body(request)
         self._in_flight += 1
         try:
-            reply = await self._call("POST", "/v1/completions", json=body, kind="generate")
+            return await self._generate_whole(request)
         finally:
             self._in_flight -= 1
-        return parse_completion(reply)
+
+    async def _generate_whole(self, request: GenerateRequest) -> GenerateResult:
+        parts: list[GenerateResult] = []
+        done = 0
+        idle_aborts = 0
+        while True:
+            piece: Any = request
+            if done:  # a continuation: the partial turn becomes part of the prompt
+                sampled: list[int] = [t for p in parts for t in p.token_ids]
+                history: Any = [*request.prompt_ids, *sampled]  # attrs' converter: a tuple
+                piece = attrs.evolve(
+                    request,
+                    prompt_ids=history,
+                    max_new_tokens=request.max_new_tokens - done,
+                    seed=None if request.seed is None else (request.seed + done) % 2**63,
+                )
+            body = self._completion_body(piece)
+            reply = await self._call("POST", "/v1/completions", json=body, kind="generate")
+            part = parse_completion(reply)
+            parts.append(part)
+            done += len(part.token_ids)
+            if finish_reason(reply) != "abort" or done >= request.max_new_tokens:
+                return _joined(parts)
+            idle_aborts = 0 if part.token_ids else idle_aborts + 1
+            if idle_aborts > self.config.retries:
+                raise EngineUnavailableError(
+                    f"engine {self._engine_id}: turn aborted {idle_aborts} times in a row "
+                    "without progress"
+                )
+            await asyncio.sleep(self._backoff(max(idle_aborts, 1)))
 
     async def refresh(
         self, weights_ref: str, version: int, *, invalidate_caches: bool = True
@@ -220,9 +259,9 @@ class HttpEngine:
     async def aclose(self) -> None:
         """Close the connection pool; later calls raise :class:`EngineClosedError`."""
         self._closed = True
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        clients, self._clients, self._lane_load = self._clients, [], []
+        for client in clients:
+            await client.aclose()
 
     # ------------------------------------------------------------------ internals
     def _completion_body(self, request: GenerateRequest) -> dict[str, Any]:
@@ -243,15 +282,23 @@ class HttpEngine:
             body["stop_token_ids"] = list(self.config.stop_token_ids)
         return body
 
-    def _http(self) -> httpx.AsyncClient:
+    def _http(self, lane: int = 0) -> httpx.AsyncClient:
         if self._closed:
             raise EngineClosedError(f"engine {self._engine_id} is closed")
-        if self._client is None:
+        if not self._clients:
+            lanes = -(-(self._capacity + 8) // _LANE_CONNECTIONS)  # ceil: room for capacity + 8
             limits = httpx.Limits(
-                max_connections=self._capacity + 8, max_keepalive_connections=self._capacity + 8
+                max_connections=_LANE_CONNECTIONS, max_keepalive_connections=_LANE_CONNECTIONS
             )
-            self._client = httpx.AsyncClient(base_url=self.base_url, limits=limits)
-        return self._client
+            self._clients = [
+                httpx.AsyncClient(base_url=self.base_url, limits=limits) for _ in range(lanes)
+            ]
+            self._lane_load = [0] * lanes
+        return self._clients[lane]
+
+    def _least_loaded_lane(self) -> int:
+        self._http()  # the pools exist (or EngineClosedError)
+        return min(range(len(self._lane_load)), key=self._lane_load.__getitem__)
 
     def _timeout(self, *, control: bool) -> httpx.Timeout:
         total = self.config.control_timeout_s if control else self.config.request_timeout_s
@@ -279,8 +326,9 @@ class HttpEngine:
         for attempt in range(self.config.retries + 1):
             if attempt:
                 await asyncio.sleep(self._backoff(attempt))
+            lane = self._least_loaded_lane() if kind == "generate" else 0
             try:
-                response = await self._http().request(method, path, json=json, timeout=timeout)
+                response = await self._send(lane, method, path, json, timeout)
             except httpx.ConnectTimeout as exc:
                 last = repr(exc)
                 continue
@@ -311,6 +359,23 @@ class HttpEngine:
             f"engine {self._engine_id} at {self.base_url}: {method} {path} failed "
             f"{self.config.retries + 1} times; last: {last}"
         )
+
+    async def _send(
+        self,
+        lane: int,
+        method: str,
+        path: str,
+        json: Mapping[str, Any] | None,
+        timeout: httpx.Timeout,
+    ) -> httpx.Response:
+        client = self._http(lane)
+        clients = self._clients
+        self._lane_load[lane] += 1
+        try:
+            return await client.request(method, path, json=json, timeout=timeout)
+        finally:
+            if self._clients is clients:  # not closed (and reopened) meanwhile
+                self._lane_load[lane] -= 1
 
     def _backoff(self, attempt: int) -> float:
         delay = min(self.config.backoff_s * 2.0 ** (attempt - 1), self.config.backoff_max_s)
@@ -345,6 +410,28 @@ def parse_completion(reply: object) -> GenerateResult:
         )
     except ValueError as exc:  # load_router.ConfigError: lengths, negative ids
         raise EngineProtocolError(f"inconsistent completion: {exc}") from exc
+
+
+def finish_reason(reply: object) -> str | None:
+    """``choices[0].finish_reason`` of a completion answer (``None`` if absent)."""
+    try:
+        reason = reply["choices"][0].get("finish_reason")  # type: ignore[index]
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return None
+    return reason if isinstance(reason, str) else None
+
+
+def _joined(parts: Sequence[GenerateResult]) -> GenerateResult:
+    """One turn from its pieces (a turn continued after aborts), in order."""
+    if len(parts) == 1:
+        return parts[0]
+    ids: Any = tuple(t for p in parts for t in p.token_ids)
+    logprobs: Any = tuple(x for p in parts for x in p.logprobs)
+    versions: Any = tuple(v for p in parts for v in p.token_versions)
+    newest = versions[-1] if versions else parts[-1].policy_version
+    return GenerateResult(
+        token_ids=ids, logprobs=logprobs, policy_version=newest, token_versions=versions
+    )
 
 
 def versions_from_spans(spans: object, num_tokens: int) -> tuple[int, ...]:

@@ -106,7 +106,7 @@ async def _http_engines(
     fleet: ServerFleet | None = None
     urls = section.urls
     if section.launch:
-        spec = ServerSpec(inputs.policy_dir, section.capacity, section.serve_threads)
+        spec = server_spec(config, inputs.policy_dir)
         ids = [f"http-{i}" for i in range(section.launch)]
         log_dir = run.root / "engines"
         fleet = ServerFleet(spec, ids, log_dir, startup_timeout=section.startup_timeout_s)
@@ -130,6 +130,17 @@ async def _http_engines(
         behind = [e for e in engines if await e.weight_version() != str(inputs.version)]
         await _catch_up(list(behind), run, inputs)
     return EngineSet(list(engines), fleet)
+
+
+def server_spec(config: RunConfig, policy_dir: Path) -> ServerSpec:
+    """The ``arctic-swe serve`` processes of ``engine.launch``: the run's capacity and threads,
+    and the recurrent-state dtype ``trainer.fp32_numerics`` asks of every engine."""
+    return ServerSpec(
+        policy_dir,
+        config.engine.capacity,
+        config.engine.serve_threads,
+        state_dtype="float32" if config.trainer.fp32_numerics else "bfloat16",
+    )
 
 
 async def _await_ready(engines: list[HttpEngine], urls: tuple[str, ...], timeout: float) -> None:

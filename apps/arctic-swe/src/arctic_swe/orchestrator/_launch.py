@@ -29,11 +29,14 @@ class LaunchError(RuntimeError):
 
 @dataclass(frozen=True)
 class ServerSpec:
-    """What to serve: the checkpoint directory and the engine's sizes."""
+    """What to serve: the checkpoint directory, the engine's sizes and the storage dtype of
+    its recurrent state (``"bfloat16"``: the "FP32 numerics off" ablation, as the trainer's
+    ``fp32_numerics = false`` asks of in-process engines)."""
 
     model_dir: Path
     capacity: int
     threads: int = 1
+    state_dtype: str = "float32"
 
 
 def serve_command(spec: ServerSpec, engine_id: str) -> list[str]:
@@ -55,6 +58,8 @@ def serve_command(spec: ServerSpec, engine_id: str) -> list[str]:
         str(spec.threads),
         "--engine-id",
         engine_id,
+        "--mamba-ssm-cache-dtype",
+        spec.state_dtype,
     ]
 
 

@@ -3,7 +3,8 @@
 
 Every error is an OpenAI-style JSON body: 400 for bad input or a call out of order (the
 engine keeps serving, with its old weights where a weight update was refused), 503 while paused
-in ``abort``/``wait`` mode or for an aborted request (retryable), 500 if the engine failed.
+in ``abort``/``wait`` mode (retryable), 500 if the engine failed. A request ended by an
+abort-mode pause is a 200 with its partial output and ``finish_reason: "abort"``, as in vLLM.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from arctic_swe.serve._protocol import (
     error_body,
     spans_from_versions,
 )
-from arctic_swe.serve._state import AbortedError, EngineServer, PausedError, ProtocolError
+from arctic_swe.serve._state import EngineServer, PausedError, ProtocolError
 
 Decoder = Callable[[Sequence[int]], str]
 _M = TypeVar("_M", CompletionRequest, UpdateInfo)
@@ -146,7 +147,6 @@ def _install_error_handlers(app: FastAPI, server: EngineServer) -> None:
     app.add_exception_handler(RequestError, reply(400, "BadRequestError"))
     app.add_exception_handler(RequestValidationError, reply(400, "BadRequestError"))
     app.add_exception_handler(PausedError, reply(503, "ServiceUnavailableError"))
-    app.add_exception_handler(AbortedError, reply(503, "ServiceUnavailableError"))
     app.add_exception_handler(EngineFailedError, reply(500, "InternalServerError"))
     app.add_exception_handler(EngineClosedError, reply(500, "InternalServerError"))
 

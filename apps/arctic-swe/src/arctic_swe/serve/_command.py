@@ -89,6 +89,22 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
         help="policy version of the checkpoint's weights (default: %(default)s)",
     )
     serve.add_argument(
+        "--mamba-ssm-cache-dtype",
+        choices=("float32", "bfloat16"),
+        default="float32",
+        help="storage dtype of the Gated DeltaNet recurrent state between steps (vLLM's flag "
+        "of the same name): float32 is the recipe's FP32 state, bfloat16 the 'FP32 numerics "
+        "off' ablation (trainer.fp32_numerics = false) (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--admission-window-ms",
+        type=_window_ms,
+        default=2.0,
+        help="torch backend: an idle engine waits this long after each new request for more "
+        "before its first step (at most 10 windows), so a burst of concurrent requests shares "
+        "one prefill; 0 steps at once (default: %(default)s)",
+    )
+    serve.add_argument(
         "--dry-run",
         action="store_true",
         help="vllm backend: print the `vllm serve` command line and exit",
@@ -123,6 +139,8 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed,
             stop_token_ids=stops,
             max_seq_len=args.max_model_len,
+            state_dtype=getattr(torch, args.mamba_ssm_cache_dtype),
+            admission_window_s=args.admission_window_ms / 1000.0,
         )
         engine = TorchEngine(model, config, version=args.weight_version)
     server = EngineServer(engine, model, model_name=args.served_model_name)
@@ -141,18 +159,13 @@ async def _serve(app: Any, engine: Any, host: str, port: int, ready: dict[str, A
     import uvicorn
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise CommandError(f"cannot bind {host}:{port}: {exc.strerror or exc}") from exc
+    sock = _listen_socket(host, port)
     bound = sock.getsockname()[1]
     config = uvicorn.Config(
         app,
         log_level="warning",
         access_log=False,
+        http="httptools",  # C parser (a dependency); h11's pure-Python parsing costs ~1 ms a request
         timeout_keep_alive=30,
         timeout_graceful_shutdown=2,  # SIGTERM: in-flight completions get 2 s, then exit
     )
@@ -171,6 +184,26 @@ async def _serve(app: Any, engine: Any, host: str, port: int, ready: dict[str, A
         sock.close()
 
 
+def _listen_socket(host: str, port: int) -> Any:
+    """A bound TCP socket for uvicorn (``CommandError`` if the address is taken)."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY only on sockets whose proto says TCP
+    # (an accepted socket inherits the listener's proto 0 otherwise), and without it Nagle's
+    # algorithm holds each response's body behind its headers until the client's delayed ACK
+    # — 40 ms on every kept-alive request on Linux.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # inherited by accepted sockets
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise CommandError(f"cannot bind {host}:{port}: {exc.strerror or exc}") from exc
+    return sock
+
+
 def _run_vllm(args: argparse.Namespace, model_dir: Path) -> int:  # noqa: RET503 (exec)
     from arctic_swe.serve._vllm import VllmServeSpec, shell_line, vllm_command, vllm_environment
 
@@ -182,6 +215,7 @@ def _run_vllm(args: argparse.Namespace, model_dir: Path) -> int:  # noqa: RET503
         max_num_seqs=args.capacity,
         max_model_len=args.max_model_len,
         seed=args.seed,
+        mamba_ssm_cache_dtype=args.mamba_ssm_cache_dtype,
     )
     command = vllm_command(spec)
     if args.dry_run:
@@ -198,6 +232,17 @@ def _run_vllm(args: argparse.Namespace, model_dir: Path) -> int:  # noqa: RET503
 def _exec(executable: str, command: list[str], env: dict[str, str]) -> NoReturn:
     sys.stdout.flush()
     os.execve(executable, command, env)
+
+
+def _window_ms(text: str) -> float:
+    """``--admission-window-ms``: a finite number of milliseconds in [0, 1000]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 <= value <= 1000.0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be in [0, 1000] ms, got {text}")
+    return value
 
 
 def _model_dir(path: Path) -> Path:

@@ -27,10 +27,6 @@ class PausedError(RuntimeError):
     retryable) until ``/resume``."""
 
 
-class AbortedError(RuntimeError):
-    """The request was aborted by ``/pause?mode=abort`` (503, retryable)."""
-
-
 @dataclass
 class Counters:
     """Monotone counters for ``/metrics``."""
@@ -80,7 +76,8 @@ class EngineServer:
         stop_token_ids: Sequence[int] | None,
     ) -> Generation:
         """One completion; :class:`RequestError` on bad input, :class:`PausedError` while
-        paused in abort/wait mode, :class:`AbortedError` if aborted."""
+        paused in abort/wait mode. A request ended by ``/pause?mode=abort`` returns its
+        partial turn (finish reason ``"cancelled"``, ``"abort"`` on the wire), as vLLM's."""
         if self.mode in ("abort", "wait"):
             raise PausedError(f"engine paused (mode={self.mode}); retry after /resume")
         ids: Any = prompt  # attrs' tuple converter confuses mypy's generics
@@ -95,24 +92,22 @@ class EngineServer:
             self._tasks.discard(task)
             if not task.done():  # the HTTP handler itself was cancelled (client gone)
                 task.cancel()
-        if task.cancelled():
-            self.counters.aborted += 1
-            raise AbortedError("request aborted by /pause?mode=abort; retry after /resume")
         return task.result()
 
     # ------------------------------------------------------------------ pause / resume
     async def pause(self, mode: str, clear_cache: bool) -> None:
         """vLLM's pause: ``keep`` freezes running sequences and queues new ones; ``wait``
         refuses new requests and returns once the running ones finished; ``abort`` refuses
-        new requests and aborts the running ones. ``clear_cache`` is applied at the next
-        weight update (every cache invalidated, mid-turn sequences re-prefilled)."""
+        new requests and ends the running ones at once, each answered with the tokens it
+        has so far and ``finish_reason: "abort"`` (vLLM 0.33's semantics). ``clear_cache`` is
+        applied at the next weight update (every cache invalidated, mid-turn sequences
+        re-prefilled)."""
         if mode not in ("abort", "wait", "keep"):
             raise ProtocolError(f"pause mode must be abort, wait or keep, got {mode!r}")
         self.mode = mode  # type: ignore[assignment]  # checked just above
         self.clear_cache = clear_cache
         if mode == "abort":
-            for task in list(self._tasks):
-                task.cancel()
+            self.counters.aborted += await self.engine.abort()
         if mode == "wait":
             while self._tasks:
                 await asyncio.wait(set(self._tasks))
@@ -195,6 +190,8 @@ class EngineServer:
             ("generated_tokens_total", "counter", "tokens sampled", core.generated_tokens),
             ("prefilled_tokens_total", "counter", "tokens prefilled", core.prefilled_tokens),
             ("reused_prompt_tokens_total", "counter", "prompt tokens from a parked cache", core.reused_prompt_tokens),
+            ("decode_steps_total", "counter", "batched decode forwards", core.decode_steps),
+            ("prefill_forwards_total", "counter", "batched prefill forwards", core.prefill_forwards),
             ("requests_in_flight", "gauge", "completions queued or decoding", self.engine.in_flight),
             ("resident_sequences", "gauge", "sequences holding a cache slot", self.engine.resident),
             ("refreshes_total", "counter", "weight updates applied", self.counters.refreshes),

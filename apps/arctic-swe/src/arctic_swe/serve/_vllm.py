@@ -30,7 +30,8 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class VllmServeSpec:
     """What one vLLM engine server runs: a local Hugging Face checkpoint directory on one
-    GPU. ``max_num_seqs`` is the engine's capacity (resident sequences)."""
+    GPU. ``max_num_seqs`` is the engine's capacity (resident sequences);
+    ``mamba_ssm_cache_dtype`` ``"bfloat16"`` is the "FP32 numerics off" ablation."""
 
     model: str
     host: str = "127.0.0.1"
@@ -42,6 +43,7 @@ class VllmServeSpec:
     dtype: str = "bfloat16"
     gpu_memory_utilization: float = 0.85
     weight_transfer_backend: str = "nccl"
+    mamba_ssm_cache_dtype: str = "float32"
 
 
 def vllm_command(spec: VllmServeSpec) -> list[str]:
@@ -67,7 +69,7 @@ def vllm_command(spec: VllmServeSpec) -> list[str]:
         "--weight-transfer-config",
         json.dumps({"backend": spec.weight_transfer_backend}),
         "--mamba-ssm-cache-dtype",
-        "float32",
+        spec.mamba_ssm_cache_dtype,
         "--logprobs-mode",
         "raw_logprobs",
         "--enable-prefix-caching",
