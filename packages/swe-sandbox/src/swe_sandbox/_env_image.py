@@ -140,30 +140,33 @@ def _base_python(client: docker.DockerClient, base: str) -> str:
 
 def host_pip() -> list[str]:
     """The host's pip: ``$SWE_SANDBOX_PIP`` (a command line), else this interpreter's pip,
-    else ``python3 -m pip`` from ``PATH``."""
+    else ``python3 -m pip`` from ``PATH``, else a ``pip3``/``pip`` executable on ``PATH``.
+
+    The last one matters under ``uv run``: uv's environments carry no pip, and ``PATH`` then
+    starts with the environment's own ``python3``, while the machine's pip is still on ``PATH``.
+    """
     configured = os.environ.get("SWE_SANDBOX_PIP")
     if configured:
         return configured.split()
-    for python in (sys.executable, shutil.which("python3")):
-        if (
-            python
-            and subprocess.run(
-                [python, "-m", "pip", "--version"], capture_output=True, check=False
-            ).returncode
-            == 0
-        ):
-            return [python, "-m", "pip"]
+    candidates = [[python, "-m", "pip"] for python in (sys.executable, shutil.which("python3"))]
+    candidates += [[pip] for pip in (shutil.which("pip3"), shutil.which("pip"))]
+    for command in candidates:
+        if all(command) and _answers(command):
+            return [str(part) for part in command]
     raise EnvironmentBuildError("wheelhouse", "no pip on the host (set SWE_SANDBOX_PIP)")
 
 
+def _answers(pip: list[str | None]) -> bool:
+    done = subprocess.run([*map(str, pip), "--version"], capture_output=True, check=False)
+    return done.returncode == 0
+
+
 def _host_python(pip: list[str]) -> str:
-    done = subprocess.run(
-        [pip[0], "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return done.stdout.strip()
+    """The ``X.Y`` of the Python the host's pip runs on, from ``pip --version``'s closing
+    ``(python X.Y)`` (works for ``python -m pip`` and for a bare ``pip3`` alike)."""
+    done = subprocess.run([*pip, "--version"], capture_output=True, text=True, check=False)
+    found = re.search(r"\(python (\d+\.\d+)\)", done.stdout)
+    return found.group(1) if found else ""
 
 
 def build_wheelhouse(requirements: tuple[str, ...], python: str) -> Path:
