@@ -28,13 +28,12 @@ import hashlib
 import json
 import os
 import random
-import shutil
-import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arctic_swe._step_dirs import staged_dir
 from arctic_swe.deck._errors import DeckConfigError, DeckFormatError
 from arctic_swe.deck._repo import GeneratedTask, generate_task
 from swe_sandbox import RepoSource, TaskSpec
@@ -161,9 +160,7 @@ def write_deck(root: str | os.PathLike[str], config: DeckConfig = DeckConfig()) 
     half-written deck at ``root``. Returns the loaded deck.
     """
     target = Path(root)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
+    with staged_dir(target.parent, target.name) as staging:
         records: list[dict[str, Any]] = []
         for split, tasks in generate_tasks(config).items():
             for task in tasks:
@@ -174,12 +171,6 @@ def write_deck(root: str | os.PathLike[str], config: DeckConfig = DeckConfig()) 
                 records.append(_task_record(task, split))
         manifest = {"format": FORMAT_VERSION, "config": asdict(config), "tasks": records}
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
-        if target.exists():
-            shutil.rmtree(target)
-        staging.rename(target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return load_deck(target)
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +30,10 @@ from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_di
 from torch.distributed.checkpoint.state_dict_loader import load as dcp_load
 from torch.distributed.checkpoint.state_dict_saver import save as dcp_save
 
+from arctic_swe._step_dirs import prune_steps, publish, read_latest, write_latest
 from arctic_swe.distributed._errors import TrainerCheckpointError
 from arctic_swe.distributed._sharded import ShardedTrainer
 
-LATEST = "LATEST"
 _COPIED_SUFFIXES = (".json", ".jinja", ".txt", ".model")  # tokenizer, chat template, configs
 
 
@@ -63,22 +62,18 @@ def save_sharded(
         write_hf_checkpoint(staging / "model", weights, trainer.config, policy_dir)
         meta = {"step": trainer.steps, "version": version, "world_size": trainer.world_size}
         (staging / "trainer.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
-        target = root / name
-        if target.exists():
-            shutil.rmtree(target)
-        staging.rename(target)
-        _write_latest(root, name)
-        _prune(root, keep, current=name)
+        publish(staging, root / name)
+        write_latest(root, name)
+        prune_steps(root, keep, current=name)
     dist.barrier()
     return root / name
 
 
 def latest_sharded(root: Path) -> Path | None:
     """The complete checkpoint ``LATEST`` names, or ``None`` when there is none."""
-    pointer = root / LATEST
-    if not pointer.is_file():
+    path = read_latest(root)
+    if path is None:
         return None
-    path = root / pointer.read_text().strip()
     if not (path / "trainer.json").is_file() or not (path / "dcp" / ".metadata").is_file():
         raise TrainerCheckpointError(f"checkpoint {path} is incomplete")
     return path
@@ -124,22 +119,3 @@ def save_weights_file(weights: dict[str, torch.Tensor], path: Path) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     save_file(weights, str(tmp), metadata={"format": "pt"})
     os.replace(tmp, path)
-
-
-def _prune(root: Path, keep: int, current: str) -> None:
-    steps = sorted(
-        (p for p in root.glob("step-*") if p.name.removeprefix("step-").isdigit()),
-        key=lambda p: int(p.name.removeprefix("step-")),
-    )
-    for old in steps[:-keep]:
-        if old.name != current:
-            shutil.rmtree(old, ignore_errors=True)
-
-
-def _write_latest(root: Path, name: str) -> None:
-    fd, staging = tempfile.mkstemp(prefix=".LATEST.", dir=root)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(name + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(staging, root / LATEST)

@@ -14,16 +14,14 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from arctic_swe._step_dirs import prune_steps, staged_dir, write_latest
 from arctic_swe.trainer import Restored, ResumeError
-from arctic_swe.trainer._checkpoint import _prune, _write_latest
 from deck_evictor import Deck, DeckError
 
 
@@ -39,10 +37,8 @@ def save_loop_state(
     keep: int,
 ) -> Path:
     """Write ``root/step-{step}`` (the loop's state; the model is the trainer's) atomically."""
-    root.mkdir(parents=True, exist_ok=True)
     name = f"step-{step}"
-    staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=root))
-    try:
+    with staged_dir(root, name) as staging:
         exported = trainer_checkpoint / "model"
         if exported.is_dir():  # a trainer on this filesystem: link its consolidated export
             os.symlink(os.path.relpath(exported, root / name), staging / "model")
@@ -59,15 +55,9 @@ def save_loop_state(
             "trainer_checkpoint": str(trainer_checkpoint),
         }
         (staging / "state.json").write_text(json.dumps(state, indent=1, sort_keys=True))
-        target = root / name
-        if target.exists():
-            shutil.rmtree(target)
-        staging.rename(target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    _write_latest(root, name)
-    _prune(root, keep, current=name)
+    target = root / name
+    write_latest(root, name)
+    prune_steps(root, keep, current=name)
     return target
 
 

@@ -1,8 +1,8 @@
 """The trainer: log-prob recompute with the engine's numerics, CISPO + IcePop, AdamW (β2 0.98),
 and atomic, exactly-resumable checkpoints."""
 
+from arctic_swe._step_dirs import LATEST
 from arctic_swe.trainer._checkpoint import (
-    LATEST,
     Restored,
     latest_checkpoint,
     load_checkpoint,

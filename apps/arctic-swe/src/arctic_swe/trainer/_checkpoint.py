@@ -19,8 +19,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,12 +27,12 @@ from typing import Any
 import torch
 from transformers import PreTrainedTokenizerFast, Qwen3_5ForCausalLM
 
+from arctic_swe._step_dirs import prune_steps, read_latest, staged_dir, write_latest
 from arctic_swe.model import CheckpointError, assign_weights, read_weights, save_policy
 from arctic_swe.trainer._errors import ResumeError
 from arctic_swe.trainer._trainer import Trainer
 from deck_evictor import Deck, DeckError
 
-LATEST = "LATEST"
 _FILES = ("model", "trainer.pt", "rng.pt", "deck.state", "state.json")
 
 
@@ -66,10 +64,8 @@ def save_checkpoint(
 
     With ``tokenizer``, ``model/`` also holds it, so the checkpoint's policy can be sampled or
     evaluated on its own (``arctic-swe rollout|evaluate --policy RUN_DIR``)."""
-    root.mkdir(parents=True, exist_ok=True)
     name = f"step-{trainer.steps}"
-    staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=root))
-    try:
+    with staged_dir(root, name) as staging:
         model: Any = trainer.model
         save_policy(model, staging / "model")
         if tokenizer is not None:
@@ -86,24 +82,17 @@ def save_checkpoint(
             "extras": dict(extras or {}),
         }
         (staging / "state.json").write_text(json.dumps(state, indent=1, sort_keys=True))
-        target = root / name
-        if target.exists():
-            shutil.rmtree(target)
-        staging.rename(target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    _write_latest(root, name)
-    _prune(root, keep, current=name)
+    target = root / name
+    write_latest(root, name)
+    prune_steps(root, keep, current=name)
     return target
 
 
 def latest_checkpoint(root: Path) -> Path | None:
     """The checkpoint ``LATEST`` names, or ``None`` when no checkpoint was ever completed."""
-    pointer = root / LATEST
-    if not pointer.is_file():
+    path = read_latest(root)
+    if path is None:
         return None
-    path = root / pointer.read_text().strip()
     required: tuple[str, ...] = _FILES
     if _written_by_remote_trainer(path):  # its model and optimizer are the trainer's
         required = tuple(f for f in _FILES if f not in ("trainer.pt", "model"))
@@ -169,24 +158,3 @@ def _written_by_remote_trainer(path: Path) -> bool:
         return bool(json.loads((path / "state.json").read_text()).get("trainer") == "remote")
     except (OSError, json.JSONDecodeError, AttributeError):
         return False
-
-
-def _write_latest(root: Path, name: str) -> None:
-    fd, staging = tempfile.mkstemp(prefix=".LATEST.", dir=root)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(name + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(staging, root / LATEST)
-
-
-def _prune(root: Path, keep: int, current: str) -> None:
-    steps = sorted(
-        (p for p in root.glob("step-*") if p.is_dir() and p.name.split("-")[-1].isdigit()),
-        key=lambda p: int(p.name.split("-")[-1]),
-    )
-    for old in steps[:-keep]:
-        if old.name != current:
-            shutil.rmtree(old, ignore_errors=True)
-    for stale in root.glob(".step-*"):  # staging left by a crash
-        shutil.rmtree(stale, ignore_errors=True)
