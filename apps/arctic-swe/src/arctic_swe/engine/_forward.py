@@ -121,9 +121,9 @@ def _gated_delta_net(
             state_cache=state, state_indices=batch.slots, **gate,
         )  # fmt: skip
     else:  # pack the real tokens: padding must never reach a recurrent state
-        packed = [t[batch.valid][None].contiguous() for t in (q, k, v, a, beta)]
+        pq, pk, pv, pa, pb = (t[batch.valid][None].contiguous() for t in (q, k, v, a, beta))
         o_packed, _ = chunk_gated_delta_rule(
-            *packed, cu_seqlens=batch.cu_seqlens, state_cache=state,
+            pq, pk, pv, pa, pb, cu_seqlens=batch.cu_seqlens, state_cache=state,
             state_indices=batch.slots, **gate,
         )  # fmt: skip
         o = o_packed.new_zeros(n_seq, width, *o_packed.shape[2:])
