@@ -13,7 +13,8 @@ def test_a_clean_exit_replaces_the_target_and_leaves_no_staging(tmp_path: Path) 
     (tmp_path / "step-1").mkdir()
     (tmp_path / "step-1" / "old.txt").write_text("old")
     with staged_dir(tmp_path, "step-1") as staging:
-        assert staging.parent == tmp_path and staging.name.startswith(".step-1.")
+        assert staging.parent == tmp_path
+        assert staging.name.startswith(".step-1.")
         (staging / "new.txt").write_text("new")
     assert sorted(p.name for p in (tmp_path / "step-1").iterdir()) == ["new.txt"]
     assert [p.name for p in tmp_path.iterdir()] == ["step-1"]
@@ -22,9 +23,14 @@ def test_a_clean_exit_replaces_the_target_and_leaves_no_staging(tmp_path: Path) 
 def test_an_exception_removes_the_staging_and_keeps_the_previous_target(tmp_path: Path) -> None:
     (tmp_path / "step-1").mkdir()
     (tmp_path / "step-1" / "old.txt").write_text("old")
-    with pytest.raises(RuntimeError, match="crash"), staged_dir(tmp_path, "step-1") as staging:
-        (staging / "half.txt").write_text("half")
-        raise RuntimeError("crash")
+
+    def crash_mid_write() -> None:
+        with staged_dir(tmp_path, "step-1") as staging:
+            (staging / "half.txt").write_text("half")
+            raise RuntimeError("crash")
+
+    with pytest.raises(RuntimeError, match="crash"):
+        crash_mid_write()
     assert (tmp_path / "step-1" / "old.txt").read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["step-1"]
 
