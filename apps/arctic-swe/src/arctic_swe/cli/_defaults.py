@@ -6,12 +6,9 @@ apart)."""
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
 from arctic_swe._argtypes import positive_int
-
-if TYPE_CHECKING:
-    from swe_sandbox import Backend
+from arctic_swe._backends import SANDBOX_BACKENDS
 
 #: The workspace members the application composes, in the architecture's order.
 COMPONENTS: tuple[str, ...] = (
@@ -73,15 +70,8 @@ def add_rollout_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--backend",
-        choices=("namespace", "docker"),
+        choices=SANDBOX_BACKENDS,
         default="namespace",
         help="sandbox backend: namespace (daemon-less, needs root) or docker (a local engine; "
         "each task runs in its environment image) (default: %(default)s)",
     )
-
-
-def sandbox_backend(name: str) -> Backend:
-    """The swe-sandbox backend called ``name`` (``namespace`` or ``docker``)."""
-    from swe_sandbox import DockerBackend, NamespaceBackend
-
-    return DockerBackend() if name == "docker" else NamespaceBackend()

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 from arctic_swe._argtypes import non_negative_int, positive_int
-from arctic_swe.cli._defaults import DEFAULT_DECK, SPLITS, add_rollout_options, sandbox_backend
+from arctic_swe._backends import sandbox_backend
+from arctic_swe.cli._defaults import DEFAULT_DECK, SPLITS, add_rollout_options
 from arctic_swe.cli._execute import CommandError, user_errors
 from arctic_swe.cli._output import check_writable, console, print_json_line, solved_counter
 from arctic_swe.cli._registry import Subparsers

@@ -6,12 +6,12 @@ import argparse
 from pathlib import Path
 
 from arctic_swe._argtypes import non_negative_int, positive_int
+from arctic_swe._backends import sandbox_backend
 from arctic_swe.cli._defaults import (
     DEFAULT_DECK,
     DEFAULT_POLICY,
     SPLITS,
     add_rollout_options,
-    sandbox_backend,
 )
 from arctic_swe.cli._execute import user_errors
 from arctic_swe.cli._output import check_writable, console, print_json_line, solved_counter

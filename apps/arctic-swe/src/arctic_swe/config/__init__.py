@@ -13,6 +13,7 @@ from arctic_swe.config._load import (
 )
 from arctic_swe.config._rundir import RunDir, load_run_config, prepare_run_dir
 from arctic_swe.config._schema import (
+    PROCEDURAL_DECK,
     DeckSection,
     EngineSection,
     HarnessSection,
@@ -25,6 +26,7 @@ from arctic_swe.config._schema import (
 
 __all__ = [
     "PRESETS",
+    "PROCEDURAL_DECK",
     "DeckSection",
     "EngineSection",
     "HarnessSection",

@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from arctic_swe._backends import SANDBOX_BACKENDS
 from arctic_swe.config._errors import RunConfigError
 from arctic_swe.config._schema import (
     AGGREGATIONS,
@@ -22,7 +23,6 @@ from arctic_swe.config._schema import (
     RATIO_CONTROLS,
     REFRESH_MODES,
     ROUTING_POLICIES,
-    SANDBOX_BACKENDS,
     SECTIONS,
     TRAINER_KINDS,
     RunConfig,

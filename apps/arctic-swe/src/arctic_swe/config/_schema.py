@@ -16,7 +16,6 @@ REFRESH_MODES = ("inflight", "drain")
 RATIO_CONTROLS = ("mask", "ppo_clip")
 AGGREGATIONS = ("token_mean", "rollout_mean")
 TRAINER_KINDS = ("inprocess", "remote")
-SANDBOX_BACKENDS = ("namespace", "docker")
 PROCEDURAL_DECK = "procedural"
 
 

@@ -2,7 +2,14 @@
 sandbox tools, observations appended as tokens, graded submit — one ``Trajectory`` per rollout."""
 
 from arctic_swe.harness._config import SYSTEM_PROMPT, TINY_HARNESS, HarnessConfig
-from arctic_swe.harness._episode import TOOLS, clip, prompt_text, run_episode, run_tool
+from arctic_swe.harness._episode import (
+    TOOLS,
+    clip,
+    episode_format,
+    prompt_text,
+    run_episode,
+    run_tool,
+)
 from arctic_swe.harness._errors import HarnessError
 from arctic_swe.harness._report import summary, summary_table, trajectory_view
 from arctic_swe.harness._rollout import run_rollouts
@@ -23,6 +30,7 @@ __all__ = [
     "TurnRecord",
     "TurnSampler",
     "clip",
+    "episode_format",
     "prompt_text",
     "run_episode",
     "run_rollouts",

@@ -15,10 +15,9 @@ from typing import Any
 import torch
 from torch import nn
 
+from arctic_swe._backends import sandbox_backend
 from arctic_swe.chat import IM_END, ChatError, load_tokenizer, special_id
-from arctic_swe.cli._defaults import sandbox_backend
-from arctic_swe.config import RunConfig, RunDir
-from arctic_swe.config._schema import PROCEDURAL_DECK
+from arctic_swe.config import PROCEDURAL_DECK, RunConfig, RunDir
 from arctic_swe.deck import DeckError, load_deck, load_task_rows
 from arctic_swe.distributed import (
     DistributedTrainerError,
@@ -27,8 +26,7 @@ from arctic_swe.distributed import (
     TrainerHandle,
     load_loop_state,
 )
-from arctic_swe.harness import HarnessConfig
-from arctic_swe.harness._episode import episode_format
+from arctic_swe.harness import HarnessConfig, episode_format
 from arctic_swe.metrics import MetricsLog
 from arctic_swe.model import CheckpointError
 from arctic_swe.orchestrator._engines import (
