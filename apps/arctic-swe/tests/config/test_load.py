@@ -28,6 +28,14 @@ def test_shipped_toml_files_equal_their_presets(name: str) -> None:
     assert load_toml(CONFIGS / f"{name}.toml") == preset(name)
 
 
+@pytest.mark.parametrize("name", ["tiny", "paper", "tiny-http"])
+def test_shipped_toml_files_spell_out_every_key(name: str) -> None:
+    # equal after loading is not enough: a key added to the schema must appear in the file
+    text = (CONFIGS / f"{name}.toml").read_text()
+    body = "".join(line for line in text.splitlines(True) if not line.startswith("#"))
+    assert body == to_toml(preset(name))
+
+
 def test_paper_preset_has_the_papers_sizes() -> None:
     deck = preset("paper").deck
     assert (deck.pool_size, deck.groups_per_update, deck.rollouts_per_group) == (160, 32, 5)
