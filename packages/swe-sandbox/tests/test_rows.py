@@ -77,14 +77,31 @@ def test_a_malformed_list_field_is_one_typed_error(value: object) -> None:
         task_from_swebench_row(_row(FAIL_TO_PASS=value))
 
 
-@given(row=st.dictionaries(st.sampled_from(sorted(_row())), st.none() | st.text() | st.integers()))
-def test_arbitrary_rows_never_escape_the_typed_errors(row: dict[str, object]) -> None:
+_FIELDS = sorted(_row())
+
+
+@given(
+    overrides=st.dictionaries(st.sampled_from(_FIELDS), st.none() | st.text() | st.integers()),
+    dropped=st.sets(st.sampled_from(_FIELDS)),
+)
+def test_arbitrary_rows_never_escape_the_typed_errors(
+    overrides: dict[str, object], dropped: set[str]
+) -> None:
+    # a valid row with fields replaced or removed: some parse (the assertions run), the
+    # rest must fail with the one typed error, never another exception
+    row = {k: v for k, v in _row(**overrides).items() if k not in dropped}
     for fmt in ("swebench", "swerebench", "r2egym"):
         try:
             task = task_from_json(row, fmt)
         except TaskSpecError:
             continue
         assert task.instance_id
+        if fmt == "swebench":
+            assert task.instance_id == str(row["instance_id"])
+
+
+def test_the_unchanged_row_parses_so_the_property_above_reaches_its_assertions() -> None:
+    assert task_from_json(_row(), "swebench").instance_id == "octo__widgets-1"
 
 
 def test_non_pytest_ids_are_refused_per_row() -> None:
