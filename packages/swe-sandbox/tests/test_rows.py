@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -102,6 +104,33 @@ def test_arbitrary_rows_never_escape_the_typed_errors(
 
 def test_the_unchanged_row_parses_so_the_property_above_reaches_its_assertions() -> None:
     assert task_from_json(_row(), "swebench").instance_id == "octo__widgets-1"
+
+
+_R2E = {"repo_name": "widgets", "docker_image": "r2e/widgets:1", "commit_hash": "a" * 40}
+
+
+@pytest.mark.parametrize(
+    ("build", "value", "message"),
+    [
+        (lambda v: task_from_swerebench_row(_row(install_config=v)), "{", "install_config: not JSON"),
+        (lambda v: task_from_swerebench_row(_row(install_config=v)), "[1]", "install_config: expected an object, got list"),
+        (lambda v: task_from_r2egym_row({**_R2E, "expected_output_json": v}), "{", "expected_output_json: not JSON"),
+        (lambda v: task_from_r2egym_row({**_R2E, "expected_output_json": v}), ["t"], "expected_output_json: must map test names to outcomes, got list"),
+    ],
+)  # fmt: skip
+def test_object_fields_take_an_object_or_its_json_and_name_the_field(
+    build: Any, value: object, message: str
+) -> None:
+    with pytest.raises(TaskSpecError, match=re.escape(message)):
+        build(value)
+
+
+def test_object_fields_read_the_same_as_an_object_and_as_json() -> None:
+    expected = {"tests/test_x.py::test_a": "PASSED", "tests/test_x.py::test_b": "FAILED"}
+    as_object = task_from_r2egym_row({**_R2E, "expected_output_json": expected})
+    as_json = task_from_r2egym_row({**_R2E, "expected_output_json": json.dumps(expected)})
+    assert as_object == as_json
+    assert as_object.pass_to_pass == ("tests/test_x.py::test_a",)
 
 
 def test_non_pytest_ids_are_refused_per_row() -> None:

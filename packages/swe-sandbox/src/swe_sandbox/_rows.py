@@ -133,15 +133,21 @@ def task_from_swebench_row(
 
 def install_config(row: Mapping[str, Any]) -> Mapping[str, Any]:
     """SWE-rebench's ``install_config`` (a dict or a JSON string; ``{}`` when absent)."""
-    config: Any = row.get("install_config") or {}
-    if isinstance(config, str):
+    return _json_object(row, "install_config", "expected an object")
+
+
+def _json_object(row: Mapping[str, Any], field: str, shape: str) -> Mapping[str, Any]:
+    """``row[field]`` as a mapping: published both as an object and as a JSON string (``{}``
+    when absent); anything else is a :class:`TaskSpecError` naming the field and ``shape``."""
+    value: Any = row.get(field) or {}
+    if isinstance(value, str):
         try:
-            config = json.loads(config)
+            value = json.loads(value)
         except json.JSONDecodeError as exc:
-            raise TaskSpecError(f"install_config: not JSON: {exc}") from exc
-    if not isinstance(config, Mapping):
-        raise TaskSpecError(f"install_config: expected an object, got {type(config).__name__}")
-    return config
+            raise TaskSpecError(f"{field}: not JSON: {exc}") from exc
+    if not isinstance(value, Mapping):
+        raise TaskSpecError(f"{field}: {shape}, got {type(value).__name__}")
+    return value
 
 
 def task_from_swerebench_row(
@@ -193,14 +199,7 @@ def task_from_r2egym_row(
     repo_name, docker_image, commit_hash = _required(
         row, "repo_name", "docker_image", "commit_hash"
     )
-    expected: Any = row.get("expected_output_json") or {}
-    if isinstance(expected, str):
-        try:
-            expected = json.loads(expected)
-        except json.JSONDecodeError as exc:
-            raise TaskSpecError(f"expected_output_json: not JSON: {exc}") from exc
-    if not isinstance(expected, Mapping):
-        raise TaskSpecError("expected_output_json must map test names to outcomes")
+    expected = _json_object(row, "expected_output_json", "must map test names to outcomes")
     passing = tuple(sorted(str(k) for k, v in expected.items() if str(v).upper() == "PASSED"))
     safe_name = re.sub(r"[^A-Za-z0-9._-]", "-", str(repo_name))
     source = _local_repo(row, repo, repo_dir, "repo_name")
