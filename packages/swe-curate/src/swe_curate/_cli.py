@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, TypeAlias
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -293,73 +293,90 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+_Sub: TypeAlias = "argparse._SubParsersAction[_Parser]"  # what add_subparsers returns
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """The ``swe-curate`` parser: one sub-command per stage, ``run`` for all of them."""
     parser = _Parser(
         prog="swe-curate", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     sub = parser.add_subparsers(dest="command", required=True)
+    _add_run(sub)
+    _add_stages(sub)
+    _add_inject(sub)
+    _add_summary(sub)
+    return parser
 
-    def common(p: argparse.ArgumentParser, tasks: bool = True) -> None:
-        if tasks:
-            p.add_argument("tasks", help="task rows: .jsonl, .json or .parquet")
-            p.add_argument(
-                "--format",
-                default="auto",
-                choices=[f.value for f in RowFormat],
-                help="row schema (default: guessed per row)",
-            )
-            p.add_argument(
-                "--repo-dir",
-                default=None,
-                metavar="DIR",
-                help="take dataset rows' repositories from local git checkouts: DIR is one\n"
-                "checkout, or a folder of them named owner__name, owner/name or name\n"
-                "(default: the image each row names)",
-            )
-        p.add_argument(
-            "--backend",
-            default="namespace",
-            choices=["namespace", "docker"],
-            help="sandbox backend (default: namespace)",
-        )
-        p.add_argument(
-            "--grade-timeout",
-            type=_positive(float),
-            default=120.0,
-            help="seconds per graded run or probe (default: 120)",
-        )
 
-    def records(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--records", required=True, help="JSON-lines record file (resumable)")
+def _common(p: argparse.ArgumentParser, tasks: bool = True) -> None:
+    """The task rows (unless ``tasks`` is false), the sandbox backend and the grade timeout."""
+    if tasks:
+        p.add_argument("tasks", help="task rows: .jsonl, .json or .parquet")
+        p.add_argument(
+            "--format",
+            default="auto",
+            choices=[f.value for f in RowFormat],
+            help="row schema (default: guessed per row)",
+        )
+        p.add_argument(
+            "--repo-dir",
+            default=None,
+            metavar="DIR",
+            help="take dataset rows' repositories from local git checkouts: DIR is one\n"
+            "checkout, or a folder of them named owner__name, owner/name or name\n"
+            "(default: the image each row names)",
+        )
+    p.add_argument(
+        "--backend",
+        default="namespace",
+        choices=["namespace", "docker"],
+        help="sandbox backend (default: namespace)",
+    )
+    p.add_argument(
+        "--grade-timeout",
+        type=_positive(float),
+        default=120.0,
+        help="seconds per graded run or probe (default: 120)",
+    )
 
-    def audit_flags(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--reruns", type=_positive(int), default=5, help="runs per tree (default: 5)"
-        )
-        p.add_argument("--no-binding", action="store_true", help="skip the assertion recorder")
 
-    def judge_flags(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--judge",
-            default="offline",
-            choices=["offline", "llm"],
-            help="offline: no model; llm: SWE_CURATE_JUDGE_BASE_URL / _MODEL / _API_KEY",
-        )
-        p.add_argument(
-            "--judge-timeout",
-            type=_positive(float),
-            default=120.0,
-            help="seconds per judge request (default: 120)",
-        )
-        p.add_argument(
-            "--judge-retries",
-            type=_non_negative_int,
-            default=3,
-            help="extra attempts per judge request (default: 3)",
-        )
+def _records(p: argparse.ArgumentParser) -> None:
+    """``--records``: the resumable record file a stage reads and appends to."""
+    p.add_argument("--records", required=True, help="JSON-lines record file (resumable)")
 
+
+def _audit_flags(p: argparse.ArgumentParser) -> None:
+    """Pipeline 1's options: reruns per tree and the assertion recorder."""
+    p.add_argument("--reruns", type=_positive(int), default=5, help="runs per tree (default: 5)")
+    p.add_argument("--no-binding", action="store_true", help="skip the assertion recorder")
+
+
+def _judge_flags(p: argparse.ArgumentParser) -> None:
+    """Pipeline 2's options: which judge, its timeout and retries."""
+    p.add_argument(
+        "--judge",
+        default="offline",
+        choices=["offline", "llm"],
+        help="offline: no model; llm: SWE_CURATE_JUDGE_BASE_URL / _MODEL / _API_KEY",
+    )
+    p.add_argument(
+        "--judge-timeout",
+        type=_positive(float),
+        default=120.0,
+        help="seconds per judge request (default: 120)",
+    )
+    p.add_argument(
+        "--judge-retries",
+        type=_non_negative_int,
+        default=3,
+        help="extra attempts per judge request (default: 3)",
+    )
+
+
+def _add_run(sub: _Sub) -> None:
     run = sub.add_parser("run", help="every stage for a batch: audit, judge, strengthen")
-    common(run)
+    _common(run)
     run.add_argument(
         "--out", required=True, help="directory for records.jsonl, kept.jsonl, dropped.jsonl"
     )
@@ -376,32 +393,36 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ID",
         help="re-process these instance ids from scratch (others already finished are skipped)",
     )
-    audit_flags(run)
-    judge_flags(run)
+    _audit_flags(run)
+    _judge_flags(run)
     run.set_defaults(func=cmd_run)
 
+
+def _add_stages(sub: _Sub) -> None:
     audit = sub.add_parser("audit", help="Pipeline 1: execution-only audit")
-    common(audit)
-    records(audit)
-    audit_flags(audit)
+    _common(audit)
+    _records(audit)
+    _audit_flags(audit)
     audit.set_defaults(func=cmd_audit)
 
     judge = sub.add_parser("judge", help="Pipeline 2: counterfactual judge")
-    common(judge)
-    records(judge)
-    judge_flags(judge)
+    _common(judge)
+    _records(judge)
+    _judge_flags(judge)
     judge.set_defaults(func=cmd_judge)
 
     strengthen = sub.add_parser("strengthen", help="repair too_loose suites")
-    common(strengthen)
-    records(strengthen)
+    _common(strengthen)
+    _records(strengthen)
     strengthen.add_argument("--deck", help="append strengthened task rows here")
     strengthen.set_defaults(func=cmd_strengthen)
 
+
+def _add_inject(sub: _Sub) -> None:
     inj = sub.add_parser("inject", help="build a deck by bug injection")
     inj.add_argument("source", help="a repository directory or an sdist tarball")
-    common(inj, tasks=False)
-    records(inj)
+    _common(inj, tasks=False)
+    _records(inj)
     inj.add_argument("--deck", required=True, help="append injected task rows here")
     inj.add_argument("--trees", help="where mutated trees go (default: <deck>.trees)")
     inj.add_argument("--name", help="instance id prefix (default: the folder name)")
@@ -417,11 +438,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     inj.set_defaults(func=cmd_inject)
 
+
+def _add_summary(sub: _Sub) -> None:
     summary = sub.add_parser("summary", help="verdict table of a record file")
     summary.add_argument("--records", required=True, help="JSON-lines record file")
     summary.add_argument("--stage", help="only this stage (default: every stage)")
     summary.set_defaults(func=cmd_summary)
-    return parser
 
 
 def _non_negative_int(text: str) -> int:
