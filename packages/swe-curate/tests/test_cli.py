@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import attrs
@@ -71,7 +72,9 @@ def test_audit_judge_strengthen_resume_and_summarise(
 
 
 def test_entry_point_help_and_bad_input(tmp_path: Path) -> None:
-    exe = shutil.which("swe-curate")
+    # the interpreter's own scripts folder first: a venv run without activation has no PATH
+    beside = Path(sys.executable).parent / "swe-curate"
+    exe = str(beside) if beside.is_file() else shutil.which("swe-curate")
     if exe is None:
         pytest.skip("swe-curate entry point not installed in this environment")
     done = subprocess.run([exe, "--help"], capture_output=True, text=True, check=False)
