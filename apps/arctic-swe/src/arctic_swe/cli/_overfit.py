@@ -124,7 +124,7 @@ def _train(args: argparse.Namespace, run_dir: RunDir, config: RunConfig) -> int:
     import torch
 
     from arctic_swe.chat import ChatError
-    from arctic_swe.config import RunConfigError
+    from arctic_swe.config import PROCEDURAL_DECK, RunConfigError
     from arctic_swe.deck import DeckError
     from arctic_swe.metrics import MetricsError
     from arctic_swe.model import PolicyError
@@ -146,7 +146,7 @@ def _train(args: argparse.Namespace, run_dir: RunDir, config: RunConfig) -> int:
             # A file of task rows (deck.source) is the pool; the procedural deck is then only
             # needed to warm-start a policy that does not exist yet.
             if (
-                config.deck.source == "procedural"
+                config.deck.source == PROCEDURAL_DECK
                 or not (Path(args.policy) / "config.json").is_file()
             ):
                 deck_dir = ensure_deck(deck_dir, config, note)

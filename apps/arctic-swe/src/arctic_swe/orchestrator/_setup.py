@@ -6,7 +6,7 @@ checkpoint that does not fit) raises :class:`SetupError` before any rollout star
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -241,7 +241,9 @@ async def _open_trainer(
     return remote, EngineInputs(nn.Module(), inputs.policy_dir, 0, 0, _export_reader(export))
 
 
-def _export_reader(path: Path | None) -> Any:
+def _export_reader(path: Path | None) -> Callable[[], dict[str, torch.Tensor]]:
+    """Reads the resumed checkpoint's consolidated weights when an engine must catch up."""
+
     def read() -> dict[str, torch.Tensor]:
         if path is None or not path.is_file():
             raise SetupError("the resumed checkpoint has no consolidated weights to load")
