@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import datetime
 import os
-import signal
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from arctic_swe._process import die_with_parent
 from arctic_swe.config import RunConfig
 from arctic_swe.distributed._checkpoint import (
     latest_sharded,
@@ -137,7 +136,9 @@ class Worker:
 def start_worker(options: WorkerOptions) -> Worker:
     """Join the torchrun job (``RANK``/``WORLD_SIZE``/``MASTER_*`` from the environment), build
     and shard the policy, resume if asked. Collective: every rank calls it."""
-    _die_with_parent()
+    # torchrun puts each worker in its own session: a SIGKILLed agent would otherwise leave
+    # orphan ranks, so each rank asks for SIGTERM when the agent dies
+    die_with_parent()
     cuda = torch.cuda.is_available()
     if options.threads is not None:
         torch.set_num_threads(options.threads)
@@ -166,19 +167,8 @@ def start_worker(options: WorkerOptions) -> Worker:
     return worker
 
 
-def _die_with_parent() -> None:
-    """Ask Linux to SIGTERM this rank when its parent (the torchrun agent) dies: torchrun puts
-    each worker in its own session, so a SIGKILLed agent would otherwise leave orphan ranks."""
-    if sys.platform != "linux":
-        return
-    import ctypes
-
-    pr_set_pdeathsig = 1
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
-
-
 def stop_worker() -> None:
+    """Leave the process group (collective teardown; a no-op when it was never joined)."""
     if dist.is_initialized():
         dist.destroy_process_group()
 
