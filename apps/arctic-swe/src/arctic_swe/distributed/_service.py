@@ -51,6 +51,8 @@ class _State:
 
 
 def error(status: int, message: str, kind: str) -> JSONResponse:
+    """An error response in the OpenAI-style shape the client reads (``error.type`` names
+    the failure, ``error.code`` repeats the status)."""
     body = {"error": {"message": message, "type": kind, "code": status}}
     return JSONResponse(body, status_code=status)
 

@@ -39,6 +39,8 @@ class EngineSetupError(RuntimeError):
 
 
 def torch_engine(index: int, model: nn.Module, config: EngineConfig, version: int) -> Engine:
+    """The default :data:`EngineFactory`: an in-process ``TorchEngine`` on ``model`` at policy
+    ``version`` (``index``, the engine's place in the set, is for factories that need it)."""
     return TorchEngine(model, config, version=version)
 
 

@@ -74,6 +74,8 @@ class Inputs:
 
 
 def harness_config(config: RunConfig) -> HarnessConfig:
+    """The harness limits and recipe switches of a run (``[harness]`` and the engine's
+    ``max_new_tokens``)."""
     h = config.harness
     return HarnessConfig(
         max_turns=h.max_turns,
