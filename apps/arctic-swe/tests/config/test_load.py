@@ -18,6 +18,7 @@ from arctic_swe.config import (
     preset,
     to_mapping,
     to_toml,
+    validate,
 )
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
@@ -211,3 +212,14 @@ def test_bad_engine_sections_name_the_key(assignments: list[str], key: str, mess
         apply_overrides(RunConfig(), assignments)
     assert str(caught.value).startswith(key)
     assert message in str(caught.value)
+
+
+@pytest.mark.parametrize("source", ["procedural", "runs/import/tasks.jsonl", "rows.json"])
+def test_deck_source_is_procedural_or_a_rows_file(source: str) -> None:
+    assert apply_overrides(RunConfig(), [f'deck.source="{source}"']).deck.source == source
+
+
+@pytest.mark.parametrize("source", ["rows.parquet", "tasks", ""])
+def test_other_deck_sources_name_the_key_and_what_is_accepted(source: str) -> None:
+    with pytest.raises(RunConfigError, match=r"deck\.source.*\.jsonl or \.json file"):
+        validate(apply_overrides(RunConfig(), [f'deck.source="{source}"']))

@@ -188,7 +188,7 @@ def validate(config: RunConfig) -> None:
     _require(
         deck.source == PROCEDURAL_DECK or deck.source.endswith((".jsonl", ".json")),
         "deck.source",
-        f'must be "{PROCEDURAL_DECK}" or the path of a .jsonl file of task rows, '
+        f'must be "{PROCEDURAL_DECK}" or the path of a .jsonl or .json file of task rows, '
         f"got {deck.source!r}",
     )
     _require(
