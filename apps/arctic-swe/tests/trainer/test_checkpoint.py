@@ -110,3 +110,26 @@ def test_a_run_without_a_completed_checkpoint_is_not_a_policy(tmp_path: Path) ->
     (tmp_path / "run" / "checkpoints").mkdir(parents=True)
     with pytest.raises(ResumeError, match="no completed checkpoint"):
         policy_dir(tmp_path / "run")
+
+
+def test_a_state_file_without_its_fields_is_a_resume_error(tmp_path: Path) -> None:
+    import json
+
+    trainer, deck = _fresh(), Deck(["a", "b"], seed=0)
+    trainer.step(_samples(0))
+    path = save_checkpoint(tmp_path, trainer, deck, version=1, metrics_lines=0)
+    state = json.loads((path / "state.json").read_text())
+    del state["version"]
+    (path / "state.json").write_text(json.dumps(state))
+    with pytest.raises(ResumeError, match="bad state"):
+        load_checkpoint(path, _fresh_at_step(1))
+    del state["step"]
+    (path / "state.json").write_text(json.dumps(state))
+    with pytest.raises(ResumeError, match="says step None"):
+        load_checkpoint(path, _fresh_at_step(1))
+
+
+def _fresh_at_step(steps: int) -> Trainer:
+    trainer = _fresh()
+    trainer.steps = steps  # what load_state_dict restores; the files' own check comes after
+    return trainer

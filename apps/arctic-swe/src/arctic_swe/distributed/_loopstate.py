@@ -11,18 +11,20 @@ naming the trainer checkpoint, and ``model/`` a link to the trainer's consolidat
 
 from __future__ import annotations
 
-import json
 import os
-import random
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from arctic_swe._step_dirs import prune_steps, staged_dir, write_latest
-from arctic_swe.trainer import Restored, ResumeError
-from deck_evictor import Deck, DeckError
+from arctic_swe.trainer import (
+    Restored,
+    ResumeError,
+    read_run_state,
+    restore_run_state,
+    write_run_state,
+)
+from deck_evictor import Deck
 
 
 def save_loop_state(
@@ -42,10 +44,6 @@ def save_loop_state(
         exported = trainer_checkpoint / "model"
         if exported.is_dir():  # a trainer on this filesystem: link its consolidated export
             os.symlink(os.path.relpath(exported, root / name), staging / "model")
-        torch.save(
-            {"torch": torch.get_rng_state(), "python": random.getstate()}, staging / "rng.pt"
-        )
-        deck.save(staging / "deck.state")
         state = {
             "step": step,
             "version": version,
@@ -54,7 +52,7 @@ def save_loop_state(
             "trainer": "remote",
             "trainer_checkpoint": str(trainer_checkpoint),
         }
-        (staging / "state.json").write_text(json.dumps(state, indent=1, sort_keys=True))
+        write_run_state(staging, deck, state)
     target = root / name
     write_latest(root, name)
     prune_steps(root, keep, current=name)
@@ -63,21 +61,7 @@ def save_loop_state(
 
 def load_loop_state(path: Path) -> Restored:
     """The loop's state saved by :func:`save_loop_state` (RNG states restored here)."""
-    try:
-        state = json.loads((path / "state.json").read_text())
-        deck = Deck.load(path / "deck.state")
-        rng = torch.load(path / "rng.pt", weights_only=False)
-    except (OSError, json.JSONDecodeError, DeckError) as exc:
-        raise ResumeError(f"cannot resume from {path}: {exc}") from exc
-    if state.get("trainer") != "remote":
+    run = read_run_state(path)
+    if run.state.get("trainer") != "remote":
         raise ResumeError(f"{path} was written by an in-process trainer, not a remote one")
-    torch.set_rng_state(rng["torch"])
-    random.setstate(rng["python"])
-    return Restored(
-        step=int(state["step"]),
-        version=int(state["version"]),
-        metrics_lines=int(state["metrics_lines"]),
-        deck=deck,
-        extras=dict(state["extras"]),
-        path=path,
-    )
+    return restore_run_state(path, run)

@@ -3,7 +3,6 @@ and atomic, exactly-resumable checkpoints."""
 
 from arctic_swe._step_dirs import LATEST
 from arctic_swe.trainer._checkpoint import (
-    Restored,
     latest_checkpoint,
     load_checkpoint,
     load_model_from,
@@ -12,6 +11,13 @@ from arctic_swe.trainer._checkpoint import (
 )
 from arctic_swe.trainer._errors import BatchError, ResumeError, TrainerError
 from arctic_swe.trainer._numerics import apply_fp32_numerics, build_fp32_policy, load_fp32_policy
+from arctic_swe.trainer._runstate import (
+    Restored,
+    RunState,
+    read_run_state,
+    restore_run_state,
+    write_run_state,
+)
 from arctic_swe.trainer._samples import PaddedBatch, TrainSample, pad_batch
 from arctic_swe.trainer._trainer import StepStats, Trainer, loss_config
 
@@ -21,6 +27,7 @@ __all__ = [
     "PaddedBatch",
     "Restored",
     "ResumeError",
+    "RunState",
     "StepStats",
     "TrainSample",
     "Trainer",
@@ -34,5 +41,8 @@ __all__ = [
     "loss_config",
     "pad_batch",
     "policy_dir",
+    "read_run_state",
+    "restore_run_state",
     "save_checkpoint",
+    "write_run_state",
 ]

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import json
 import os
-import random
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,22 +28,16 @@ from transformers import PreTrainedTokenizerFast, Qwen3_5ForCausalLM
 from arctic_swe._step_dirs import prune_steps, read_latest, staged_dir, write_latest
 from arctic_swe.model import CheckpointError, assign_weights, read_weights, save_policy
 from arctic_swe.trainer._errors import ResumeError
+from arctic_swe.trainer._runstate import (
+    Restored,
+    read_run_state,
+    restore_run_state,
+    write_run_state,
+)
 from arctic_swe.trainer._trainer import Trainer
-from deck_evictor import Deck, DeckError
+from deck_evictor import Deck
 
 _FILES = ("model", "trainer.pt", "rng.pt", "deck.state", "state.json")
-
-
-@dataclass(frozen=True)
-class Restored:
-    """What :func:`load_checkpoint` gives back besides the restored trainer."""
-
-    step: int
-    version: int
-    metrics_lines: int  # lines of metrics.jsonl that belong to this checkpoint
-    deck: Deck
-    extras: dict[str, Any]
-    path: Path
 
 
 def save_checkpoint(
@@ -71,17 +63,13 @@ def save_checkpoint(
         if tokenizer is not None:
             tokenizer.save_pretrained(str(staging / "model"))
         torch.save(trainer.state_dict(), staging / "trainer.pt")
-        torch.save(
-            {"torch": torch.get_rng_state(), "python": random.getstate()}, staging / "rng.pt"
-        )
-        deck.save(staging / "deck.state")
         state = {
             "step": trainer.steps,
             "version": version,
             "metrics_lines": metrics_lines,
             "extras": dict(extras or {}),
         }
-        (staging / "state.json").write_text(json.dumps(state, indent=1, sort_keys=True))
+        write_run_state(staging, deck, state)
     target = root / name
     write_latest(root, name)
     prune_steps(root, keep, current=name)
@@ -105,27 +93,18 @@ def latest_checkpoint(root: Path) -> Path | None:
 def load_checkpoint(path: Path, trainer: Trainer) -> Restored:
     """Restore model weights, optimizer, step count and RNG states into ``trainer`` and return
     the deck and run state saved with them. Raises :class:`ResumeError` on anything missing."""
+    run = read_run_state(path)
     try:
-        state = json.loads((path / "state.json").read_text())
         weights = read_weights(path / "model")
         assign_weights(trainer.model, weights)
         trainer.load_state_dict(torch.load(path / "trainer.pt", weights_only=False))
-        rng = torch.load(path / "rng.pt", weights_only=False)
-        deck = Deck.load(path / "deck.state")
-    except (OSError, json.JSONDecodeError, KeyError, CheckpointError, DeckError) as exc:
+    except (OSError, KeyError, CheckpointError) as exc:
         raise ResumeError(f"cannot resume from {path}: {exc}") from exc
-    if state["step"] != trainer.steps:
-        raise ResumeError(f"{path}: state.json says step {state['step']}, trainer {trainer.steps}")
-    torch.set_rng_state(rng["torch"])
-    random.setstate(rng["python"])
-    return Restored(
-        step=int(state["step"]),
-        version=int(state["version"]),
-        metrics_lines=int(state["metrics_lines"]),
-        deck=deck,
-        extras=dict(state["extras"]),
-        path=path,
-    )
+    if run.state.get("step") != trainer.steps:
+        raise ResumeError(
+            f"{path}: state.json says step {run.state.get('step')}, trainer {trainer.steps}"
+        )
+    return restore_run_state(path, run)
 
 
 def policy_dir(path: str | os.PathLike[str]) -> Path:
