@@ -174,10 +174,13 @@ def stop_worker() -> None:
 
 
 def _prune_weights(current: Path) -> None:
+    """Keep the newest ``_KEEP_WEIGHT_FILES`` ``policy-vN.safetensors`` beside ``current``
+    (an engine may still be loading the previous one); files not named so are left alone."""
     files = sorted(
-        current.parent.glob("policy-v*.safetensors"),
-        key=lambda p: int(p.stem.removeprefix("policy-v") or 0),
-    )
+        (p for p in current.parent.glob("policy-v*.safetensors")
+         if p.stem.removeprefix("policy-v").isdigit()),
+        key=lambda p: int(p.stem.removeprefix("policy-v")),
+    )  # fmt: skip
     for old in files[:-_KEEP_WEIGHT_FILES]:
         if old != current:
             old.unlink(missing_ok=True)
