@@ -145,22 +145,13 @@ async def open_components(
     except (DeckError, ChatError, OSError) as exc:
         raise SetupError(str(exc)) from exc
     torch.manual_seed(config.run.seed)
-    deck, version = _evictor(config, list(tasks)), 0
-    resume_groups: list[tuple[str, int | None]] = []
-    launched = 0
+    fresh_deck = _evictor(config, list(tasks))
     log = MetricsLog(run.metrics)
     latest = latest_checkpoint(run.checkpoints) if resume else None
     trainer, engine_inputs = await _open_trainer(config, inputs, latest)
     try:
-        if latest is not None:
-            restored = _restore(latest, trainer)
-            if set(restored.deck.task_ids) != set(tasks):
-                raise SetupError(f"checkpoint {latest} was taken on a different task pool")
-            deck, version = restored.deck, restored.version
-            resume_groups, launched = _inflight(restored.extras)
-            log.truncate(restored.metrics_lines)
-        elif resume:
-            log.truncate(0)  # crashed before the first checkpoint: start over
+        start = _starting_point(latest, trainer, fresh_deck, log, resume=resume)
+        version = start.version
         _check_remote_version(trainer, version)
         stop_id = special_id(tokenizer, IM_END)
         engine_inputs = EngineInputs(
@@ -187,16 +178,44 @@ async def open_components(
                 trainer=trainer,
                 router=router,
                 pool=pool,
-                deck=deck,
+                deck=start.deck,
                 clock=PolicyClock(config.run.max_off_policy, start_version=version),
                 log=log,
-                resume_groups=resume_groups,
-                launched=launched,
+                resume_groups=start.resume_groups,
+                launched=start.launched,
                 engines=engines,
             )
     finally:
         if isinstance(trainer, RemoteTrainer):
             await trainer.aclose()
+
+
+@dataclass(frozen=True)
+class _Start:
+    """Where the loop starts: a checkpoint's deck, policy version and in-flight groups, or
+    the fresh deck at version 0."""
+
+    deck: Deck
+    version: int
+    resume_groups: list[tuple[str, int | None]]
+    launched: int
+
+
+def _starting_point(
+    latest: Path | None, trainer: TrainerHandle, fresh_deck: Deck, log: MetricsLog, *, resume: bool
+) -> _Start:
+    """Restore ``latest`` into ``trainer`` (or start fresh) and cut the metrics log back to
+    the lines that belong to the starting point."""
+    if latest is None:
+        if resume:
+            log.truncate(0)  # crashed before the first checkpoint: start over
+        return _Start(fresh_deck, 0, [], 0)
+    restored = _restore(latest, trainer)
+    if set(restored.deck.task_ids) != set(fresh_deck.task_ids):
+        raise SetupError(f"checkpoint {latest} was taken on a different task pool")
+    resume_groups, launched = _inflight(restored.extras)
+    log.truncate(restored.metrics_lines)
+    return _Start(restored.deck, restored.version, resume_groups, launched)
 
 
 @asynccontextmanager
