@@ -6,7 +6,7 @@ the orchestrator loop run as supervised child processes: own process groups, log
 completion, interrupt or the death of any one.
 """
 
-from arctic_swe.cluster._loop_child import run_loop, sandbox_backend
+from arctic_swe.cluster._loop_child import run_loop
 from arctic_swe.cluster._plan import ClusterPlan, ProcessSpec, plan_cluster
 from arctic_swe.cluster._preflight import PreflightError, preflight
 from arctic_swe.cluster._supervise import MARKER, marked_pids
@@ -45,6 +45,5 @@ __all__ = [
     "preflight",
     "run_cluster",
     "run_loop",
-    "sandbox_backend",
     "with_overrides",
 ]

@@ -11,19 +11,10 @@ supervision down with it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-if TYPE_CHECKING:
-    from swe_sandbox import Backend
-
-
-def sandbox_backend(name: str) -> Backend:
-    """The swe-sandbox backend called ``name`` (namespace | docker)."""
-    from swe_sandbox import DockerBackend, NamespaceBackend
-
-    return DockerBackend() if name == "docker" else NamespaceBackend()
+from arctic_swe._backends import sandbox_backend
 
 
 def run_loop(

@@ -26,11 +26,11 @@ from typing import Any
 
 import attrs
 
+from arctic_swe._backends import SANDBOX_BACKENDS
 from arctic_swe.config import RunConfig, RunConfigError, from_mapping, to_mapping, validate
 from arctic_swe.config._schema import SECTIONS
 
 ENGINE_BACKENDS = ("torch", "vllm")
-SANDBOX_BACKENDS = ("namespace", "docker")
 
 
 class ClusterConfigError(RunConfigError):
