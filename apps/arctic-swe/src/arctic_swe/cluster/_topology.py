@@ -27,7 +27,14 @@ from typing import Any
 import attrs
 
 from arctic_swe._backends import SANDBOX_BACKENDS
-from arctic_swe.config import RunConfig, RunConfigError, from_mapping, to_mapping, validate
+from arctic_swe.config import (
+    RunConfig,
+    RunConfigError,
+    from_mapping,
+    sections_to_toml,
+    to_mapping,
+    validate,
+)
 from arctic_swe.config._schema import SECTIONS
 
 ENGINE_BACKENDS = ("torch", "vllm")
@@ -339,19 +346,4 @@ def cluster_to_toml(config: ClusterConfig) -> str:
             values = {k: v for k, v in values.items() if k != "backend"}
         sections.setdefault(name, {}).update(values)
     sections["deck"] = {"dir": config.deck_dir, **sections.get("deck", {})}
-    lines: list[str] = []
-    for name, values in sections.items():
-        lines.append(f"[{name}]")
-        lines += [f"{key} = {_toml_value(value)}" for key, value in values.items()]
-        lines.append("")
-    return "\n".join(lines)
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return repr(value)
+    return sections_to_toml(sections)

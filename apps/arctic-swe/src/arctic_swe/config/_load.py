@@ -114,11 +114,19 @@ def to_mapping(config: RunConfig) -> dict[str, dict[str, Any]]:
 
 def to_toml(config: RunConfig) -> str:
     """The config as a TOML document that :func:`load_toml` reads back identically."""
+    return sections_to_toml(to_mapping(config))
+
+
+def sections_to_toml(sections: Mapping[str, Mapping[str, Any]]) -> str:
+    """``{section: {key: value}}`` (scalars, strings, lists of them) as a TOML document.
+
+    The one writer of the app's TOML files (run configs, cluster topologies), so both read back
+    through ``tomllib`` the same way.
+    """
     lines: list[str] = []
-    for name, values in to_mapping(config).items():
+    for name, values in sections.items():
         lines.append(f"[{name}]")
-        for key, value in values.items():
-            lines.append(f"{key} = {_toml_value(value)}")
+        lines += [f"{key} = {_toml_value(value)}" for key, value in values.items()]
         lines.append("")
     return "\n".join(lines)
 
