@@ -95,10 +95,18 @@ def test_two_launched_servers_serve_the_loop_and_a_killed_one_is_survived(
     inputs: Inputs, tmp_path: Path
 ) -> None:
     """``engine.launch = 2``: the run starts two ``arctic-swe serve`` processes and the loop
-    spreads groups over both. Right after update 1 — while the look-ahead batch is in flight —
-    one server is SIGKILLed: its groups fail, are counted as lost, re-leased onto the other
-    server and rerun; the run finishes in bounded time and leaves no server behind."""
-    config = _config("run.updates=3", "engine.kind=http", "engine.launch=2")
+    spreads groups over both. Right after update 1 — when the next batch has just been launched,
+    one group on each server — one server is SIGKILLed: its group fails, is counted as lost,
+    re-leased onto the other server and rerun; the run finishes in bounded time and leaves no
+    server behind.
+
+    Synchronous batches (``lookahead_batches = 0``) make the count deterministic: update 2 needs
+    the killed server's group, so the loop must see its failure. With a look-ahead batch, a quiet
+    machine can finish updates 2 and 3 from groups already done on the survivor before the
+    failure is read, and the run ends with it uncounted (seen on an idle 2-core machine)."""
+    config = _config(
+        "run.updates=3", "run.lookahead_batches=0", "engine.kind=http", "engine.launch=2"
+    )
     run = prepare_run_dir(tmp_path / "run", config, resume=False)
     killed: list[int] = []
 
