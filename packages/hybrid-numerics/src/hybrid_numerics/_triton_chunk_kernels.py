@@ -72,12 +72,15 @@ def _pairwise_decay(gamma, o_t, INCLUSIVE: tl.constexpr):
 
 @triton.jit
 def chunk_wy_fwd_kernel(
-    k, v, g, beta, w, u, cu_seqlens, chunk_index, T,
+    k, v, g, beta, w, u, xs, cu_seqlens, chunk_index, T,
     H: tl.constexpr, HV: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
     BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
-    USE_L2NORM: tl.constexpr, IS_VARLEN: tl.constexpr,
+    USE_L2NORM: tl.constexpr, IS_VARLEN: tl.constexpr, STORE_X: tl.constexpr,
 ):  # fmt: skip
-    """``w [B·T, HV, K]`` and ``u [B·T, HV, V]`` (FP32) of every chunk; see the module docstring."""
+    """``w [B·T, HV, K]`` and ``u [B·T, HV, V]`` (FP32) of every chunk; see the module docstring.
+
+    ``STORE_X``: also ``X = (I + A)⁻¹`` into ``xs [B·T, HV, BT]`` (row ``i`` of a chunk holds row
+    ``i`` of its ``X``), which the backward reuses instead of substituting again."""
     i_c = tl.program_id(0)
     i_hv = tl.program_id(1)
     i_h = i_hv // (HV // H)
@@ -103,6 +106,8 @@ def chunk_wy_fwd_kernel(
         a_i = tl.sum(tl.where(pick, b_a, 0.0), axis=0)
         x_i = tl.sum(tl.where(pick, b_x, 0.0), axis=0) - tl.sum(a_i[:, None] * b_x, axis=0)
         b_x = tl.where(pick, x_i[None, :], b_x)
+    if STORE_X:
+        tl.store(xs + (rows[:, None] * HV + i_hv) * BT + o_t[None, :], b_x, mask=mask_t[:, None])
     b_x = b_x * b_beta[None, :]  # fold diag(beta) into the columns
     b_kg = b_k * tl.exp(gamma.to(tl.float32))[:, None]
     b_w = tl.dot(b_x, b_kg, input_precision="ieee")
