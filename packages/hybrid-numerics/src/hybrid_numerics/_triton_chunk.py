@@ -74,12 +74,11 @@ def make_plan(
 
 class ChunkStates(NamedTuple):
     """FP32 results of the WY kernel and the scan: ``h [NT, HV, K, V]`` (entering states),
-    ``fresh``/``w`` ``[B·T, HV, V or K]``, ``xs [B·T, HV, BT]`` (``X``, only if asked)."""
+    ``fresh [B·T, HV, V]``, ``w [B·T, HV, K]``."""
 
     h: torch.Tensor
     fresh: torch.Tensor
     w: torch.Tensor
-    xs: torch.Tensor | None
 
 
 def wy_and_states(
@@ -93,17 +92,18 @@ def wy_and_states(
     ht: torch.Tensor | None = None,
     state_cache: torch.Tensor | None = None,
     state_indices: torch.Tensor | None = None,
-    store_x: bool = False,
+    xs: torch.Tensor | None = None,
+    load_x: bool = False,
 ) -> ChunkStates:
-    """The WY kernel then the state scan (``store_x``: keep ``X`` for the backward; ``ht``:
-    the final states' buffer; ``state_cache``/``state_indices``: start from and write back to
-    cache slots, in place)."""
+    """The WY kernel then the state scan. ``xs [B·T, HV, BT]`` FP32: where ``X = (I + A)⁻¹``
+    is stored (``load_x=False``, a forward to be differentiated) or read from (``load_x``, the
+    backward's recompute); ``ht``: the final states' buffer; ``state_cache``/
+    ``state_indices``: start from and write back to cache slots, in place."""
     s = plan.shapes
     H, HV, K, V = s.H, s.HV, s.K, s.V
     f32, device = torch.float32, k.device
     w = torch.empty(plan.rows, HV, K, dtype=f32, device=device)
     u = torch.empty(plan.rows, HV, V, dtype=f32, device=device)
-    xs = torch.empty(plan.rows, HV, BT, dtype=f32, device=device) if store_x else None
     fresh = torch.empty(plan.rows, HV, V, dtype=f32, device=device)
     h = torch.empty(plan.NT, HV, K, V, dtype=f32, device=device)
     dummy = torch.empty(1, dtype=f32, device=device)  # for pointers a specialisation never reads
@@ -111,7 +111,8 @@ def wy_and_states(
     chunk_wy_fwd_kernel[(plan.NT, HV)](
         k, v, g, beta, w, u, xs if xs is not None else dummy, plan.cu, plan.chunk_index, s.T,
         H=H, HV=HV, K=K, V=V, BT=BT, BK=plan.BK, BV=plan.inner_bv,
-        USE_L2NORM=plan.use_qk_l2norm, IS_VARLEN=plan.varlen, STORE_X=store_x,
+        USE_L2NORM=plan.use_qk_l2norm, IS_VARLEN=plan.varlen,
+        STORE_X=xs is not None and not load_x, LOAD_X=load_x,
         num_warps=1 if INTERPRET else 4,
     )  # fmt: skip
 
@@ -128,7 +129,7 @@ def wy_and_states(
         USE_INITIAL=h0 is not None, STORE_FINAL=ht is not None, USE_SLOTS=use_slots,
         USE_L2NORM=plan.use_qk_l2norm, IS_VARLEN=plan.varlen,
     )  # fmt: skip
-    return ChunkStates(h, fresh, w, xs)
+    return ChunkStates(h, fresh, w)
 
 
 def chunk_forward(
@@ -147,12 +148,14 @@ def chunk_forward(
     use_qk_l2norm: bool,
     state_cache: torch.Tensor | None = None,
     state_indices: torch.Tensor | None = None,
+    xs: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``(o [B, T, HV, V] in v.dtype, final [N, HV, K, V] FP32 contiguous or None)``.
 
     Inputs are validated; ``offsets`` is the host copy of ``cu_seqlens`` (packed input). With
     ``state_cache``/``state_indices`` the scan starts from the cache slots and writes the final
-    states back in place (negative slot: zeros, no write), inside the kernel.
+    states back in place (negative slot: zeros, no write), inside the kernel. ``xs [B·T, HV,
+    64]`` FP32: also store every chunk's ``(I + A)⁻¹`` there (for the backward).
     """
     plan = make_plan(shapes, scale, use_qk_l2norm, cu_seqlens, offsets, q.device)
     HV, K, V, N = shapes.HV, shapes.K, shapes.V, shapes.N
@@ -160,9 +163,10 @@ def chunk_forward(
     if output_final_state:
         ht = torch.empty(N, HV, K, V, dtype=torch.float32, device=q.device)
     h0 = initial_state.float().contiguous() if initial_state is not None else None
-    h, fresh, _, _ = wy_and_states(
-        plan, k, v, g, beta, h0, ht=ht, state_cache=state_cache, state_indices=state_indices
-    )
+    h, fresh, _ = wy_and_states(
+        plan, k, v, g, beta, h0, ht=ht, state_cache=state_cache, state_indices=state_indices,
+        xs=xs,
+    )  # fmt: skip
     o = torch.empty(shapes.B, shapes.T, HV, V, dtype=v.dtype, device=q.device)
 
     def o_grid(meta: dict[str, int]) -> tuple[int, int, int]:

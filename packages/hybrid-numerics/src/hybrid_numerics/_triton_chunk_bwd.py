@@ -3,11 +3,13 @@ forward (:mod:`hybrid_numerics._triton_chunk`) and whose backward is Triton kern
 (:mod:`hybrid_numerics._triton_chunk_bwd_kernels`), laid out like fla's
 ``ops/gated_delta_rule/chunk.py``.
 
-Saved for backward: the inputs ``q, k, v, g, beta`` and the initial state - nothing the forward
-computes. The backward re-runs the WY kernel and the scan (``w``, ``u``, ``X``, the FP32
-per-chunk states ``h`` and the corrected values), as fla does: saving them instead would keep
-``NT·HV·K·V`` FP32 states per layer alive between forward and backward (2 GiB at T = 32k,
-HV = 64, K = V = 128), for a recompute that costs about one forward. Packed input runs
+Saved for backward: the inputs ``q, k, v, g, beta``, the initial state and, as fla saves its
+``A``, every chunk's ``X = (I + A)⁻¹`` (FP32, ``[B·T, HV, 64]``: 256 bytes per token and value
+head). The backward recomputes ``w``, ``u`` from ``X`` (no second forward substitution: under
+the interpreter that substitution was 2/3 of a forward + backward) and re-runs the scan for the
+FP32 per-chunk states ``h`` and the corrected values, as fla does: saving those instead would
+keep ``NT·HV·K·V`` FP32 states per layer alive between forward and backward (2 GiB at
+T = 32k, HV = 64, K = V = 128) for a recompute that costs one scan. Packed input runs
 natively (the same chunk tables as the forward; no padding). The only torch arithmetic left
 is the sum of a group of value heads' ``dq``/``dk`` into their q/k head and the casts to the
 inputs' dtypes.
@@ -57,25 +59,27 @@ class ChunkGatedDeltaRule(torch.autograd.Function):
         h0: torch.Tensor | None,
         call: _Call,
     ) -> tuple[torch.Tensor, torch.Tensor]:
+        s = call.shapes
+        xs = torch.empty(s.B * s.T, s.HV, BT, dtype=torch.float32, device=q.device)
         o, final = chunk_forward(
-            q, k, v, g, beta, call.shapes, scale=call.scale, initial_state=h0,
+            q, k, v, g, beta, s, scale=call.scale, initial_state=h0,
             output_final_state=True, cu_seqlens=call.cu_seqlens, offsets=call.offsets,
-            use_qk_l2norm=call.use_qk_l2norm,
+            use_qk_l2norm=call.use_qk_l2norm, xs=xs,
         )  # fmt: skip
         assert final is not None
-        ctx.save_for_backward(q, k, v, g, beta, h0)
+        ctx.save_for_backward(q, k, v, g, beta, h0, xs)
         ctx.call = call
         return o, final
 
     @staticmethod
     def backward(ctx: Any, do: torch.Tensor, dht: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        q, k, v, g, beta, h0 = ctx.saved_tensors
+        q, k, v, g, beta, h0, xs = ctx.saved_tensors
         call: _Call = ctx.call
         plan = make_plan(call.shapes, call.scale, call.use_qk_l2norm, call.cu_seqlens,
                          call.offsets, q.device)  # fmt: skip
         want_dh0 = h0 is not None and ctx.needs_input_grad[5]
-        grads = chunk_backward(plan, q, k, v, g, beta, h0, do.contiguous(), dht.contiguous(),
-                               want_dh0)  # fmt: skip
+        grads = chunk_backward(plan, q, k, v, g, beta, h0, xs, do.contiguous(),
+                               dht.contiguous(), want_dh0)  # fmt: skip
         return (*grads, None)
 
 
@@ -87,23 +91,24 @@ def chunk_backward(
     g: torch.Tensor,
     beta: torch.Tensor,
     h0: torch.Tensor | None,
+    xs: torch.Tensor,
     do: torch.Tensor,
     dht: torch.Tensor,
     want_dh0: bool,
 ) -> tuple[torch.Tensor | None, ...]:
-    """``(dq, dk, dv, dg, dbeta, dh0 or None)`` of ``<o, do> + <final, dht>``; seven launches."""
+    """``(dq, dk, dv, dg, dbeta, dh0 or None)`` of ``<o, do> + <final, dht>``; six launches.
+    ``xs``: the forward's ``(I + A)⁻¹`` per chunk (``[B·T, HV, 64]`` FP32)."""
     s = plan.shapes
     H, HV, K, V, N = s.H, s.HV, s.K, s.V, s.N
     f32, device = torch.float32, q.device
     h0f = h0.float().contiguous() if h0 is not None else None
-    h, fresh, w, xs = wy_and_states(plan, k, v, g, beta, h0f, store_x=True)
-    assert xs is not None
+    h, fresh, w = wy_and_states(plan, k, v, g, beta, h0f, xs=xs, load_x=True)
 
     def per_token(D: int) -> torch.Tensor:
         return torch.empty(plan.rows, HV, D, dtype=f32, device=device)
 
-    common = dict(H=H, HV=HV, K=K, V=V, BT=BT, BK=plan.BK, USE_L2NORM=plan.use_qk_l2norm,
-                  IS_VARLEN=plan.varlen)  # fmt: skip
+    common = {"H": H, "HV": HV, "K": K, "V": V, "BT": BT, "BK": plan.BK,
+              "USE_L2NORM": plan.use_qk_l2norm, "IS_VARLEN": plan.varlen}  # fmt: skip
     dv_local = per_token(V)
     chunk_bwd_dv_local_kernel[lambda m: (plan.NT, HV, triton.cdiv(V, m["BV"]))](
         q, k, g, do, dv_local, plan.cu, plan.chunk_index, plan.scale, s.T, **common

@@ -279,8 +279,12 @@ def chunk_wy_bwd_kernel(
     b_kkd = b_kkd * _pairwise_decay(gamma, o_t, INCLUSIVE=False)
     b_dbeta += tl.sum(b_da * b_kkd, axis=1)
     b_z = b_da * b_beta[:, None] * _pairwise_decay(gamma, o_t, INCLUSIVE=False)
-    b_dk = tl.dot(b_z, b_k, input_precision="ieee") + tl.dot(tl.trans(b_z), b_k, input_precision="ieee")
-    b_dk += b_dkg * e_g[:, None] + _load_rows(dk_part, rows, mask_t, HV, i_hv, K, o_k, mask_k, False)
+    b_dk = tl.dot(b_z, b_k, input_precision="ieee") + tl.dot(
+        tl.trans(b_z), b_k, input_precision="ieee"
+    )
+    b_dk += b_dkg * e_g[:, None] + _load_rows(
+        dk_part, rows, mask_t, HV, i_hv, K, o_k, mask_k, False
+    )
     b_m = b_da * b_kkd * b_beta[:, None]  # dA ⊙ A, strictly lower
     b_dgam = tl.sum((b_dkg * b_kg).to(tl.float64), axis=1) + _pairwise_grad(b_m, o_t)
     b_dg = _reverse_cumsum(b_dgam) + tl.load(dg_part + rows * HV + i_hv, mask=mask_t, other=0.0)

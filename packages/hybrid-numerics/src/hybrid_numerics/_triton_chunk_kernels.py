@@ -76,11 +76,13 @@ def chunk_wy_fwd_kernel(
     H: tl.constexpr, HV: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
     BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
     USE_L2NORM: tl.constexpr, IS_VARLEN: tl.constexpr, STORE_X: tl.constexpr,
+    LOAD_X: tl.constexpr,
 ):  # fmt: skip
     """``w [B·T, HV, K]`` and ``u [B·T, HV, V]`` (FP32) of every chunk; see the module docstring.
 
     ``STORE_X``: also ``X = (I + A)⁻¹`` into ``xs [B·T, HV, BT]`` (row ``i`` of a chunk holds row
-    ``i`` of its ``X``), which the backward reuses instead of substituting again."""
+    ``i`` of its ``X``; a forward that will be differentiated). ``LOAD_X``: read ``X`` from
+    there instead of forming ``A`` and substituting (the backward's recompute of ``w``, ``u``)."""
     i_c = tl.program_id(0)
     i_hv = tl.program_id(1)
     i_h = i_hv // (HV // H)
@@ -95,19 +97,23 @@ def chunk_wy_fwd_kernel(
     b_k = _load_rows(k, rows, mask_t, H, i_h, K, o_k, mask_k, USE_L2NORM)
     b_beta = tl.load(beta + rows * HV + i_hv, mask=mask_t, other=0.0).to(tl.float32)
     gamma = _log_decay(g, rows, mask_t, HV, i_hv)
-    b_kk = tl.dot(b_k, tl.trans(b_k), input_precision="ieee")
-    b_a = b_beta[:, None] * b_kk * _pairwise_decay(gamma, o_t, INCLUSIVE=False)
-    # (I + A)^-1 by forward substitution, one row at a time: X_i = e_i - A_i X (A strictly
-    # lower, so only the finished rows j < i of X enter). Rows are picked with masks: register
-    # tensors cannot be indexed.
-    b_x = tl.where(o_t[:, None] == o_t[None, :], 1.0, 0.0)
-    for i in range(1, BT):
-        pick = o_t[:, None] == i
-        a_i = tl.sum(tl.where(pick, b_a, 0.0), axis=0)
-        x_i = tl.sum(tl.where(pick, b_x, 0.0), axis=0) - tl.sum(a_i[:, None] * b_x, axis=0)
-        b_x = tl.where(pick, x_i[None, :], b_x)
-    if STORE_X:
-        tl.store(xs + (rows[:, None] * HV + i_hv) * BT + o_t[None, :], b_x, mask=mask_t[:, None])
+    x_ptr = xs + (rows[:, None] * HV + i_hv) * BT + o_t[None, :]
+    if LOAD_X:  # the backward's recompute: X saved by the forward, no substitution
+        b_x = tl.load(x_ptr, mask=mask_t[:, None], other=0.0)
+    else:
+        b_kk = tl.dot(b_k, tl.trans(b_k), input_precision="ieee")
+        b_a = b_beta[:, None] * b_kk * _pairwise_decay(gamma, o_t, INCLUSIVE=False)
+        # (I + A)^-1 by forward substitution, one row at a time: X_i = e_i - A_i X (A strictly
+        # lower, so only the finished rows j < i of X enter). Rows are picked with masks:
+        # register tensors cannot be indexed.
+        b_x = tl.where(o_t[:, None] == o_t[None, :], 1.0, 0.0)
+        for i in range(1, BT):
+            pick = o_t[:, None] == i
+            a_i = tl.sum(tl.where(pick, b_a, 0.0), axis=0)
+            x_i = tl.sum(tl.where(pick, b_x, 0.0), axis=0) - tl.sum(a_i[:, None] * b_x, axis=0)
+            b_x = tl.where(pick, x_i[None, :], b_x)
+        if STORE_X:
+            tl.store(x_ptr, b_x, mask=mask_t[:, None])
     b_x = b_x * b_beta[None, :]  # fold diag(beta) into the columns
     b_kg = b_k * tl.exp(gamma.to(tl.float32))[:, None]
     b_w = tl.dot(b_x, b_kg, input_precision="ieee")
