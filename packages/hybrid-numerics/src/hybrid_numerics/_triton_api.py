@@ -21,7 +21,7 @@ import triton
 from hybrid_numerics._chunk_torch import compute_dtype
 from hybrid_numerics._errors import GDNInputError
 from hybrid_numerics._triton_chunk import chunk_forward
-from hybrid_numerics._triton_chunk_bwd import chunk_with_grad
+from hybrid_numerics._triton_chunk_bwd import ChunkCall, ChunkGatedDeltaRule
 from hybrid_numerics._triton_config import INTERPRET
 from hybrid_numerics._triton_kernels import recurrent_kernel
 from hybrid_numerics._validate import GDNShapes
@@ -75,10 +75,8 @@ def run_triton(
         assert state_cache is not None
         assert state_indices is not None
         initial_state = gather_states(state_cache, state_indices, torch.float32)
-    o, final = chunk_with_grad(
-        q, k, v, g, beta, shapes, scale=scale, initial_state=initial_state,
-        cu_seqlens=cu_seqlens, offsets=offsets, use_qk_l2norm=use_qk_l2norm,
-    )  # fmt: skip
+    call = ChunkCall(shapes, scale, use_qk_l2norm, cu_seqlens, offsets)
+    o, final = ChunkGatedDeltaRule.apply(q, k, v, g, beta, initial_state, call)
     if use_cache:
         assert state_cache is not None
         assert state_indices is not None

@@ -34,8 +34,9 @@ from hybrid_numerics._validate import GDNShapes
 
 
 @dataclass(frozen=True)
-class _Call:
-    """The non-tensor arguments of one differentiable call."""
+class ChunkCall:
+    """The non-tensor arguments of one differentiable call (``offsets``: host copy of
+    ``cu_seqlens``)."""
 
     shapes: GDNShapes
     scale: float
@@ -45,8 +46,9 @@ class _Call:
 
 
 class ChunkGatedDeltaRule(torch.autograd.Function):
-    """``(o [B, T, HV, V] in v.dtype, final [N, HV, K, V] FP32)`` from validated inputs;
-    gradients to q, k, v, g, beta (their dtypes) and the initial state (FP32)."""
+    """``apply(q, k, v, g, beta, h0 or None, ChunkCall) -> (o [B, T, HV, V] in v.dtype,
+    final [N, HV, K, V] FP32 contiguous)`` from validated inputs; gradients to q, k, v, g,
+    beta (in their dtypes) and the initial state (FP32)."""
 
     @staticmethod
     def forward(
@@ -57,7 +59,7 @@ class ChunkGatedDeltaRule(torch.autograd.Function):
         g: torch.Tensor,
         beta: torch.Tensor,
         h0: torch.Tensor | None,
-        call: _Call,
+        call: ChunkCall,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         s = call.shapes
         xs = torch.empty(s.B * s.T, s.HV, BT, dtype=torch.float32, device=q.device)
@@ -74,7 +76,7 @@ class ChunkGatedDeltaRule(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, do: torch.Tensor, dht: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         q, k, v, g, beta, h0, xs = ctx.saved_tensors
-        call: _Call = ctx.call
+        call: ChunkCall = ctx.call
         plan = make_plan(call.shapes, call.scale, call.use_qk_l2norm, call.cu_seqlens,
                          call.offsets, q.device)  # fmt: skip
         want_dh0 = h0 is not None and ctx.needs_input_grad[5]
@@ -151,25 +153,3 @@ def _to_key_heads(x: torch.Tensor, B: int, T: int, H: int) -> torch.Tensor:
     if HV == H:
         return x.view(B, T, H, K)
     return x.view(B, T, H, HV // H, K).sum(3)
-
-
-def chunk_with_grad(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    g: torch.Tensor,
-    beta: torch.Tensor,
-    shapes: GDNShapes,
-    *,
-    scale: float,
-    initial_state: torch.Tensor | None,
-    cu_seqlens: torch.Tensor | None,
-    offsets: list[int] | None,
-    use_qk_l2norm: bool,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The differentiable fused chunk path: ``(o, final [N, HV, K, V] FP32 contiguous)``."""
-    call = _Call(shapes, scale, use_qk_l2norm, cu_seqlens, offsets)
-    out: tuple[torch.Tensor, torch.Tensor] = ChunkGatedDeltaRule.apply(
-        q, k, v, g, beta, initial_state, call
-    )
-    return out

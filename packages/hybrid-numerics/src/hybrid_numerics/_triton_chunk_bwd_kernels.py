@@ -36,6 +36,8 @@ import triton
 import triton.language as tl
 
 from hybrid_numerics._triton_chunk_kernels import (
+    _chunk_rows,
+    _first_chunk,
     _load_rows,
     _log_decay,
     _pairwise_decay,
@@ -72,16 +74,6 @@ def _reverse_cumsum(x):
 def _store_rows(x, b_x, rows, mask_t, n_heads, i_head, D, o_d, mask_d):
     ptr = x + (rows[:, None] * n_heads + i_head) * D + o_d[None, :]
     tl.store(ptr, b_x, mask=mask_t[:, None] & mask_d[None, :])
-
-
-@triton.jit
-def _chunk_rows(cu_seqlens, chunk_index, i_c, T, BT: tl.constexpr, IS_VARLEN: tl.constexpr):
-    """``(rows, mask_t)`` of chunk-table row ``i_c``: token rows of the chunk, and which are real."""
-    i_n = tl.load(chunk_index + i_c * 2)
-    c = tl.load(chunk_index + i_c * 2 + 1).to(tl.int64)
-    bos, eos = _seq_range(cu_seqlens, i_n, T, IS_VARLEN)
-    rows = bos + c * BT + tl.arange(0, BT)
-    return rows, rows < eos
 
 
 @triton.autotune(configs=autotune_configs(), key=["K", "V", "BT"])
@@ -130,10 +122,7 @@ def chunk_state_bwd_kernel(
     i_hv = i_nh % HV
     i_h = i_hv // (HV // H)
     bos, eos = _seq_range(cu_seqlens, i_n, T, IS_VARLEN)
-    if IS_VARLEN:
-        first = tl.load(chunk_offsets + i_n).to(tl.int64)
-    else:
-        first = i_n.to(tl.int64) * tl.cdiv(T, BT)
+    first = _first_chunk(chunk_offsets, i_n, T, BT, IS_VARLEN)
     o_t = tl.arange(0, BT)
     o_k = tl.arange(0, BK)
     o_v = i_v * BV + tl.arange(0, BV)

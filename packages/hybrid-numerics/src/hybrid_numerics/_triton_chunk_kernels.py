@@ -45,6 +45,26 @@ def _seq_range(cu_seqlens, i_n, T, IS_VARLEN: tl.constexpr):
 
 
 @triton.jit
+def _chunk_rows(cu_seqlens, chunk_index, i_c, T, BT: tl.constexpr, IS_VARLEN: tl.constexpr):
+    """``(rows, mask_t)`` of chunk-table row ``i_c``: token rows of the chunk, and which are real."""
+    i_n = tl.load(chunk_index + i_c * 2)
+    c = tl.load(chunk_index + i_c * 2 + 1).to(tl.int64)
+    bos, eos = _seq_range(cu_seqlens, i_n, T, IS_VARLEN)
+    rows = bos + c * BT + tl.arange(0, BT)
+    return rows, rows < eos
+
+
+@triton.jit
+def _first_chunk(chunk_offsets, i_n, T, BT: tl.constexpr, IS_VARLEN: tl.constexpr):
+    """Chunk-table row of sequence ``i_n``'s first chunk (the scans' per-chunk state rows)."""
+    if IS_VARLEN:
+        first = tl.load(chunk_offsets + i_n).to(tl.int64)
+    else:
+        first = i_n.to(tl.int64) * tl.cdiv(T, BT)
+    return first
+
+
+@triton.jit
 def _load_rows(x, rows, mask_t, n_heads, i_head, D, o_d, mask_d, USE_L2NORM: tl.constexpr):
     """``[BT, BD]`` FP32 rows of ``x[rows, i_head, :]`` (zeros outside), L2-normalised if asked."""
     ptr = x + (rows[:, None] * n_heads + i_head) * D + o_d[None, :]
@@ -86,12 +106,8 @@ def chunk_wy_fwd_kernel(
     i_c = tl.program_id(0)
     i_hv = tl.program_id(1)
     i_h = i_hv // (HV // H)
-    i_n = tl.load(chunk_index + i_c * 2)
-    c = tl.load(chunk_index + i_c * 2 + 1).to(tl.int64)
-    bos, eos = _seq_range(cu_seqlens, i_n, T, IS_VARLEN)
+    rows, mask_t = _chunk_rows(cu_seqlens, chunk_index, i_c, T, BT, IS_VARLEN)
     o_t = tl.arange(0, BT)
-    rows = bos + c * BT + o_t
-    mask_t = rows < eos
     o_k = tl.arange(0, BK)
     mask_k = o_k < K
     b_k = _load_rows(k, rows, mask_t, H, i_h, K, o_k, mask_k, USE_L2NORM)
@@ -150,10 +166,7 @@ def chunk_state_fwd_kernel(
     i_hv = i_nh % HV
     i_h = i_hv // (HV // H)
     bos, eos = _seq_range(cu_seqlens, i_n, T, IS_VARLEN)
-    if IS_VARLEN:
-        first = tl.load(chunk_offsets + i_n).to(tl.int64)
-    else:
-        first = i_n.to(tl.int64) * tl.cdiv(T, BT)
+    first = _first_chunk(chunk_offsets, i_n, T, BT, IS_VARLEN)
     o_t = tl.arange(0, BT)
     o_k = tl.arange(0, BK)
     o_v = i_v * BV + tl.arange(0, BV)
@@ -203,12 +216,8 @@ def chunk_o_fwd_kernel(
     i_hv = tl.program_id(1)
     i_v = tl.program_id(2)
     i_h = i_hv // (HV // H)
-    i_n = tl.load(chunk_index + i_c * 2)
-    c = tl.load(chunk_index + i_c * 2 + 1).to(tl.int64)
-    bos, eos = _seq_range(cu_seqlens, i_n, T, IS_VARLEN)
+    rows, mask_t = _chunk_rows(cu_seqlens, chunk_index, i_c, T, BT, IS_VARLEN)
     o_t = tl.arange(0, BT)
-    rows = bos + c * BT + o_t
-    mask_t = rows < eos
     o_k = tl.arange(0, BK)
     o_v = i_v * BV + tl.arange(0, BV)
     mask_k = o_k < K
