@@ -60,7 +60,7 @@ def test_patched_model_gradients_on_the_triton_backend_match_float64() -> None:
 
     The FP32 torch path gets the same check in ``test_qwen3_5.py`` (its gate-parameter
     gradients were 5e-6 - 5.5e-5 off here until ``_PairwiseDecay``'s backward stopped
-    cancelling; the Triton path's are 4e-7 - 7e-7: its decay autograd is float64)."""
+    cancelling; the fused Triton backward's are within 1.2e-6: its log-decay sums are float64)."""
     transformers = pytest.importorskip("transformers")
     from hybrid_numerics import patch_qwen3_5
 

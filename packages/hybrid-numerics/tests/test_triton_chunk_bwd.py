@@ -172,3 +172,31 @@ def test_output_only_loss_and_packed_equals_per_sequence_calls(
         assert calls[-1] == -(-(b - a) // 64)  # this sequence's own chunks only
         for name, p, s in zip(NAMES[2:], [*pieces, packed[7][n : n + 1]], alone[2:], strict=True):
             assert rms_rel(p.cpu(), s.cpu()) <= 1e-6, (name, n, rms_rel(p.cpu(), s.cpu()))
+
+
+def test_state_cache_slots_get_gradients_and_final_states() -> None:
+    """With ``state_cache``/``state_indices`` the gradient route starts from the slots (a
+    negative slot: zeros), writes the final states back in place, and the initial slots'
+    gradients are the float64 oracle's initial-state gradients (other slots: zero)."""
+    case = Case(2, 40, 1, 2, 16, 16)
+    x, _ = case.inputs()
+    cache0 = torch.randn(4, 2, 16, 16, generator=torch.Generator().manual_seed(3))
+    slots = torch.tensor([2, -1])
+    h0 = torch.stack([cache0[2].double(), torch.zeros(2, 16, 16, dtype=torch.float64)])
+    do = torch.randn(2, 40, 2, 16, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    want = _run(dataclasses.replace(x, h0=h0), None, case, torch.float64, triton=False,
+                final_grad=False, do=do)  # fmt: skip
+    cache = cache0.clone().to(DEVICE).requires_grad_()
+    leaves = [t.to(DEVICE, torch.float32).requires_grad_() for t in x.tensors()[:5]]
+    pool = cache.clone()  # a non-leaf pool: written in place, its initial slots differentiable
+    o, _ = chunk_gated_delta_rule(*leaves, state_cache=pool, state_indices=slots.to(DEVICE),
+                                  use_qk_l2norm=True, backend="triton")  # fmt: skip
+    (o * do.to(DEVICE, o.dtype)).sum().backward()
+    assert rms_rel(pool[2].detach().cpu(), want[1][0]) <= TOL  # final state, in place
+    assert torch.equal(pool[[0, 1, 3]].detach(), cache0[[0, 1, 3]].to(DEVICE))
+    assert cache.grad is not None
+    assert rms_rel(cache.grad[2].cpu(), want[7][0]) <= TOL
+    assert torch.count_nonzero(cache.grad[[0, 1, 3]]) == 0
+    for name, a, e in zip(NAMES[2:7], [t.grad for t in leaves], want[2:7], strict=True):
+        assert a is not None
+        assert rms_rel(a.cpu(), e) <= TOL, name

@@ -210,7 +210,7 @@ def chunk_bwd_dqkwg_kernel(
     b_kdg = tl.sum((b_dkd * b_k * e_kd[:, None]).to(f64), axis=1)  # dKd_i/dgamma_i = -Kd_i
     b_dgam = tl.sum((b_dqg * b_q * e_g[:, None]).to(f64), axis=1) - b_kdg
     b_dgam += _pairwise_grad(b_m, o_t)
-    last = tl.sum(b_kdg) + tl.exp(gamma_last) * tl.sum(b_sds.to(f64))
+    last = tl.sum(b_kdg) + tl.exp(gamma_last.to(tl.float32)).to(f64) * tl.sum(b_sds.to(f64))
     # gamma_last is gamma of the chunk's last real row (padded rows add g = 0): that row's
     # cumulative sum reaches every earlier g of the chunk.
     b_dgam += tl.where(o_t == tl.sum(mask_t.to(tl.int32)) - 1, last, 0.0)
