@@ -58,9 +58,10 @@ def grads(x: dict[str, torch.Tensor], cu: torch.Tensor | None, dtype: torch.dtyp
         leaves = [t.detach().double().requires_grad_() for t in leaves]
     h0 = x["h0"].to(device, state).requires_grad_()
     fn = reference_gated_delta_rule if backend is None else chunk_gated_delta_rule
-    kw = {} if backend is None else {"backend": backend}
+    kw: dict[str, Any] = {} if backend is None else {"backend": backend}
     o, s = fn(*leaves, initial_state=h0, output_final_state=True, use_qk_l2norm=True,
               cu_seqlens=None if cu is None else cu.to(device), **kw)  # fmt: skip
+    assert s is not None
     gen = torch.Generator().manual_seed(1)
     do = torch.randn(o.shape, generator=gen, dtype=torch.float64).to(dtype).to(device, o.dtype)
     ds = torch.randn(s.shape, generator=gen, dtype=torch.float64).to(device, s.dtype)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from typing import Any
 
 import pytest
 import torch
@@ -85,7 +86,7 @@ def _run(
     leaves = [t.detach().to(device, dtype).requires_grad_() for t in x.tensors()[:5]]
     h0 = x.h0.detach().to(device, state_dtype).requires_grad_() if case.with_h0 else None
     fn = chunk_gated_delta_rule if triton else reference_gated_delta_rule
-    kw = {"backend": "triton"} if triton else {}
+    kw: dict[str, Any] = {"backend": "triton"} if triton else {}
     o, s = fn(*leaves, initial_state=h0, output_final_state=True, use_qk_l2norm=case.l2norm,
               cu_seqlens=None if cu is None else cu.to(device), **kw)  # fmt: skip
     assert s is not None
@@ -142,11 +143,12 @@ def test_output_only_loss_and_packed_equals_per_sequence_calls(
     loss on the output only; and the route is the fused Function and its Triton backward (a
     spy on the launcher), not the old torch-glue route."""
     import hybrid_numerics._triton_chunk_bwd as chunk_bwd
+    from hybrid_numerics._triton_chunk import ChunkPlan
 
     calls: list[int] = []
     launcher = chunk_bwd.chunk_backward
 
-    def spy(plan: chunk_bwd.ChunkPlan, *args: object) -> tuple[torch.Tensor | None, ...]:
+    def spy(plan: ChunkPlan, *args: object) -> tuple[torch.Tensor | None, ...]:
         calls.append(plan.NT)
         return launcher(plan, *args)  # type: ignore[arg-type]
 
@@ -156,8 +158,9 @@ def test_output_only_loss_and_packed_equals_per_sequence_calls(
     assert cu is not None
     do = torch.randn(1, 91, 1, 24, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
     packed = _run(x, cu, case, torch.float32, triton=True, final_grad=False, do=do)
+    q, k, v, g, beta = (t.to(DEVICE, torch.float32).requires_grad_() for t in x.tensors()[:5])
     o, _ = chunk_gated_delta_rule(
-        *(t.to(DEVICE, torch.float32).requires_grad_() for t in x.tensors()[:5]),
+        q, k, v, g, beta,
         initial_state=x.h0.to(DEVICE, torch.float32), cu_seqlens=cu.to(DEVICE), backend="triton",
     )  # fmt: skip
     assert type(o.grad_fn).__name__ == "ChunkGatedDeltaRuleBackward"
@@ -191,7 +194,7 @@ def test_state_cache_slots_get_gradients_and_final_states() -> None:
     pool = cache.clone()  # a non-leaf pool: written in place, its initial slots differentiable
     o, _ = chunk_gated_delta_rule(*leaves, state_cache=pool, state_indices=slots.to(DEVICE),
                                   use_qk_l2norm=True, backend="triton")  # fmt: skip
-    (o * do.to(DEVICE, o.dtype)).sum().backward()
+    torch.autograd.backward([(o * do.to(DEVICE, o.dtype)).sum()])
     assert rms_rel(pool[2].detach().cpu(), want[1][0]) <= TOL  # final state, in place
     assert torch.equal(pool[[0, 1, 3]].detach(), cache0[[0, 1, 3]].to(DEVICE))
     assert cache.grad is not None
