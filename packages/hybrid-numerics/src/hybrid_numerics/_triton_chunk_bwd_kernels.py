@@ -37,11 +37,11 @@ import triton.language as tl
 
 from hybrid_numerics._triton_chunk_kernels import (
     _chunk_rows,
-    _first_chunk,
     _load_rows,
     _log_decay,
     _pairwise_decay,
-    _seq_range,
+    _scan_program,
+    _state_tile,
 )
 from hybrid_numerics._triton_config import autotune_configs
 
@@ -116,20 +116,10 @@ def chunk_state_bwd_kernel(
 ):  # fmt: skip
     """Reverse scan of one (sequence, value head, V block): ``dh [NT, HV, K, V]`` (the gradient
     of the state leaving each chunk), ``dv [B·T, HV, V]`` (of ``F``), ``dh0 [N, HV, K, V]``."""
-    i_nh = tl.program_id(0)
-    i_v = tl.program_id(1)
-    i_n = i_nh // HV
-    i_hv = i_nh % HV
-    i_h = i_hv // (HV // H)
-    bos, eos = _seq_range(cu_seqlens, i_n, T, IS_VARLEN)
-    first = _first_chunk(chunk_offsets, i_n, T, BT, IS_VARLEN)
+    i_n, i_hv, i_h, bos, eos, first = _scan_program(cu_seqlens, chunk_offsets, T, H, HV, BT,
+                                                    IS_VARLEN)  # fmt: skip
     o_t = tl.arange(0, BT)
-    o_k = tl.arange(0, BK)
-    o_v = i_v * BV + tl.arange(0, BV)
-    mask_k = o_k < K
-    mask_v = o_v < V
-    mask_h = mask_k[:, None] & mask_v[None, :]
-    kv = o_k[:, None] * V + o_v[None, :]
+    o_k, o_v, mask_k, mask_v, mask_h, kv = _state_tile(tl.program_id(1), K, V, BK, BV)
     b_dh = tl.zeros([BK, BV], dtype=tl.float32)
     if USE_FINAL_GRAD:
         b_dh += tl.load(dht + (i_n * HV + i_hv) * K * V + kv, mask=mask_h, other=0.0)

@@ -65,6 +65,37 @@ def _first_chunk(chunk_offsets, i_n, T, BT: tl.constexpr, IS_VARLEN: tl.constexp
 
 
 @triton.jit
+def _scan_program(cu_seqlens, chunk_offsets, T, H: tl.constexpr, HV: tl.constexpr,
+                  BT: tl.constexpr, IS_VARLEN: tl.constexpr):  # fmt: skip
+    """A scan program's ``(sequence, value head, q/k head, bos, eos, first chunk row)``: grid
+    axis 0 is sequences x value heads (the large axis; axis 1 is the V blocks)."""
+    i_nh = tl.program_id(0)
+    i_n = i_nh // HV
+    i_hv = i_nh % HV
+    bos, eos = _seq_range(cu_seqlens, i_n, T, IS_VARLEN)
+    first = _first_chunk(chunk_offsets, i_n, T, BT, IS_VARLEN)
+    return i_n, i_hv, i_hv // (HV // H), bos, eos, first
+
+
+@triton.jit
+def _state_tile(i_v, K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr):
+    """Offsets and masks of V block ``i_v`` of a ``[K, V]`` state: ``(o_k, o_v, mask_k,
+    mask_v, mask_h, kv)`` with ``kv`` the row-major offsets of the ``[BK, BV]`` tile."""
+    o_k = tl.arange(0, BK)
+    o_v = i_v * BV + tl.arange(0, BV)
+    mask_k = o_k < K
+    mask_v = o_v < V
+    return (
+        o_k,
+        o_v,
+        mask_k,
+        mask_v,
+        mask_k[:, None] & mask_v[None, :],
+        o_k[:, None] * V + o_v[None, :],
+    )
+
+
+@triton.jit
 def _load_rows(x, rows, mask_t, n_heads, i_head, D, o_d, mask_d, USE_L2NORM: tl.constexpr):
     """``[BT, BD]`` FP32 rows of ``x[rows, i_head, :]`` (zeros outside), L2-normalised if asked."""
     ptr = x + (rows[:, None] * n_heads + i_head) * D + o_d[None, :]
@@ -160,20 +191,10 @@ def chunk_state_fwd_kernel(
     autotuner's trial runs leave the cache as it was. ``STORE_FINAL``: also into ``ht [N, HV,
     K, V]`` (contiguous, its own buffer). ``USE_INITIAL``: start from ``h0 [N, HV, K, V]``.
     """
-    i_nh = tl.program_id(0)
-    i_v = tl.program_id(1)
-    i_n = i_nh // HV
-    i_hv = i_nh % HV
-    i_h = i_hv // (HV // H)
-    bos, eos = _seq_range(cu_seqlens, i_n, T, IS_VARLEN)
-    first = _first_chunk(chunk_offsets, i_n, T, BT, IS_VARLEN)
+    i_n, i_hv, i_h, bos, eos, first = _scan_program(cu_seqlens, chunk_offsets, T, H, HV, BT,
+                                                    IS_VARLEN)  # fmt: skip
     o_t = tl.arange(0, BT)
-    o_k = tl.arange(0, BK)
-    o_v = i_v * BV + tl.arange(0, BV)
-    mask_k = o_k < K
-    mask_v = o_v < V
-    mask_h = mask_k[:, None] & mask_v[None, :]
-    kv = o_k[:, None] * V + o_v[None, :]
+    o_k, o_v, mask_k, mask_v, mask_h, kv = _state_tile(tl.program_id(1), K, V, BK, BV)
     state = tl.zeros([BK, BV], dtype=tl.float32)
     if USE_SLOTS:
         slot = tl.load(slots + i_n).to(tl.int64)
