@@ -3,13 +3,12 @@
 * Chunk path without a gradient (prefill, scoring): the fused Triton forward
   (:mod:`hybrid_numerics._triton_chunk`) - intra-chunk, scan and output kernels, native varlen,
   the final state written by the kernel into its own buffer and/or the state-cache slots.
-* Chunk path with a gradient (training): the state-independent terms as batched FP32 torch ops
-  (:func:`prepare_chunks`, differentiable), the scan as :func:`chunk_state_kernel` with its
-  reverse-scan backward kernel (:mod:`hybrid_numerics._triton_scan`); packed input is
-  chunk-aligned (< 64 padding tokens per sequence), not padded to the longest.
+* Chunk path with a gradient (training): the same fused forward inside an autograd Function
+  whose backward is Triton kernels only (:mod:`hybrid_numerics._triton_chunk_bwd`), native
+  varlen in both directions.
 * Decode: one fused kernel, forward only, the FP32 cache updated in place.
 
-Every torch product that touches the state runs with TF32 off (:func:`ieee_fp32`).
+No torch product touches a state on these paths: every state dot is an FP32 ``ieee`` Triton dot.
 """
 
 from __future__ import annotations
@@ -19,15 +18,13 @@ from typing import Literal
 import torch
 import triton
 
-from hybrid_numerics._chunk_torch import CHUNK_SIZE, compute_dtype, prepare_chunks
+from hybrid_numerics._chunk_torch import compute_dtype
 from hybrid_numerics._errors import GDNInputError
-from hybrid_numerics._precision_flags import ieee_fp32
 from hybrid_numerics._triton_chunk import chunk_forward
+from hybrid_numerics._triton_chunk_bwd import ChunkCall, ChunkGatedDeltaRule
 from hybrid_numerics._triton_config import INTERPRET
 from hybrid_numerics._triton_kernels import recurrent_kernel
-from hybrid_numerics._triton_scan import scan_states
 from hybrid_numerics._validate import GDNShapes
-from hybrid_numerics._varlen import align_packed, seq_bounds, unalign_packed
 
 
 def run_triton(
@@ -78,15 +75,13 @@ def run_triton(
         assert state_cache is not None
         assert state_indices is not None
         initial_state = gather_states(state_cache, state_indices, torch.float32)
-    with ieee_fp32(q.is_cuda):
-        o, final = _chunk_autograd(
-            q, k, v, g, beta, shapes, scale, initial_state, cu_seqlens, use_qk_l2norm
-        )
+    call = ChunkCall(shapes, scale, use_qk_l2norm, cu_seqlens, offsets)
+    o, final = ChunkGatedDeltaRule.apply(q, k, v, g, beta, initial_state, call)
     if use_cache:
         assert state_cache is not None
         assert state_indices is not None
         scatter_states(state_cache, state_indices, final)
-    return o.to(v.dtype), (final if output_final_state else None)
+    return o, (final if output_final_state else None)
 
 
 def _recurrent(
@@ -142,47 +137,3 @@ def decode_grid(N: int, HV: int, V: int, BV: int) -> tuple[int, int]:
     if grid[1] > GRID_YZ_LIMIT:  # pragma: no cover - V would have to exceed 1M
         raise GDNInputError(f"value head dim {V} needs {grid[1]} blocks on grid axis 1")
     return grid
-
-
-def _chunk_autograd(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    g: torch.Tensor,
-    beta: torch.Tensor,
-    shapes: GDNShapes,
-    scale: float,
-    initial_state: torch.Tensor | None,
-    cu_seqlens: torch.Tensor | None,
-    use_qk_l2norm: bool,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The differentiable chunk path: batched torch terms + the Triton scan and its backward.
-
-    Packed input is chunk-aligned (each sequence zero-padded to a multiple of 64, never to the
-    longest: 4,096 + 63 x 16 tokens become 8,128, not 262,144) and the scan restarts at each
-    sequence's first chunk."""
-    bounds = chunk_offsets = None
-    C = CHUNK_SIZE
-    if cu_seqlens is not None:
-        bounds = seq_bounds(cu_seqlens)
-        q, k, v, g, beta = (align_packed(x, bounds, C) for x in (q, k, v, g, beta))
-        starts = [0]
-        for a, b in bounds:
-            starts.append(starts[-1] + -(-(b - a) // C))
-        chunk_offsets = torch.tensor(starts, dtype=torch.int32, device=q.device)
-    terms = prepare_chunks(q, k, v, g, beta, shapes, scale, use_qk_l2norm, C)
-    B, H, G, NC, _, V = terms.u.shape
-    HV, K = H * G, shapes.K
-    w = terms.w.expand(B, H, G, NC, C, K).reshape(B * HV, NC, C, K).contiguous()
-    kd = terms.kd.expand(B, H, G, NC, C, K).reshape(B * HV, NC, C, K).contiguous()
-    u = terms.u.reshape(B * HV, NC, C, V).contiguous()
-    decay = terms.chunk_decay.reshape(B * HV, NC).contiguous()
-    h0 = None
-    if initial_state is not None:
-        h0 = initial_state.float().reshape(-1, K, V).contiguous()
-    entering, finals = scan_states(w, u, kd, decay, h0, chunk_offsets, HV)
-    o = terms.outputs(entering.reshape(B, H, G, NC, K, V), q.shape[1])
-    final = finals.reshape(shapes.N, HV, K, V)  # the kernel's own contiguous buffer
-    if bounds is not None:
-        o = unalign_packed(o, bounds, C)
-    return o, final

@@ -45,6 +45,57 @@ def _seq_range(cu_seqlens, i_n, T, IS_VARLEN: tl.constexpr):
 
 
 @triton.jit
+def _chunk_rows(cu_seqlens, chunk_index, i_c, T, BT: tl.constexpr, IS_VARLEN: tl.constexpr):
+    """``(rows, mask_t)`` of chunk-table row ``i_c``: token rows of the chunk, and which are real."""
+    i_n = tl.load(chunk_index + i_c * 2)
+    c = tl.load(chunk_index + i_c * 2 + 1).to(tl.int64)
+    bos, eos = _seq_range(cu_seqlens, i_n, T, IS_VARLEN)
+    rows = bos + c * BT + tl.arange(0, BT)
+    return rows, rows < eos
+
+
+@triton.jit
+def _first_chunk(chunk_offsets, i_n, T, BT: tl.constexpr, IS_VARLEN: tl.constexpr):
+    """Chunk-table row of sequence ``i_n``'s first chunk (the scans' per-chunk state rows)."""
+    if IS_VARLEN:
+        first = tl.load(chunk_offsets + i_n).to(tl.int64)
+    else:
+        first = i_n.to(tl.int64) * tl.cdiv(T, BT)
+    return first
+
+
+@triton.jit
+def _scan_program(cu_seqlens, chunk_offsets, T, H: tl.constexpr, HV: tl.constexpr,
+                  BT: tl.constexpr, IS_VARLEN: tl.constexpr):  # fmt: skip
+    """A scan program's ``(sequence, value head, q/k head, bos, eos, first chunk row)``: grid
+    axis 0 is sequences x value heads (the large axis; axis 1 is the V blocks)."""
+    i_nh = tl.program_id(0)
+    i_n = i_nh // HV
+    i_hv = i_nh % HV
+    bos, eos = _seq_range(cu_seqlens, i_n, T, IS_VARLEN)
+    first = _first_chunk(chunk_offsets, i_n, T, BT, IS_VARLEN)
+    return i_n, i_hv, i_hv // (HV // H), bos, eos, first
+
+
+@triton.jit
+def _state_tile(i_v, K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr):
+    """Offsets and masks of V block ``i_v`` of a ``[K, V]`` state: ``(o_k, o_v, mask_k,
+    mask_v, mask_h, kv)`` with ``kv`` the row-major offsets of the ``[BK, BV]`` tile."""
+    o_k = tl.arange(0, BK)
+    o_v = i_v * BV + tl.arange(0, BV)
+    mask_k = o_k < K
+    mask_v = o_v < V
+    return (
+        o_k,
+        o_v,
+        mask_k,
+        mask_v,
+        mask_k[:, None] & mask_v[None, :],
+        o_k[:, None] * V + o_v[None, :],
+    )
+
+
+@triton.jit
 def _load_rows(x, rows, mask_t, n_heads, i_head, D, o_d, mask_d, USE_L2NORM: tl.constexpr):
     """``[BT, BD]`` FP32 rows of ``x[rows, i_head, :]`` (zeros outside), L2-normalised if asked."""
     ptr = x + (rows[:, None] * n_heads + i_head) * D + o_d[None, :]
@@ -72,37 +123,44 @@ def _pairwise_decay(gamma, o_t, INCLUSIVE: tl.constexpr):
 
 @triton.jit
 def chunk_wy_fwd_kernel(
-    k, v, g, beta, w, u, cu_seqlens, chunk_index, T,
+    k, v, g, beta, w, u, xs, cu_seqlens, chunk_index, T,
     H: tl.constexpr, HV: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
     BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
-    USE_L2NORM: tl.constexpr, IS_VARLEN: tl.constexpr,
+    USE_L2NORM: tl.constexpr, IS_VARLEN: tl.constexpr, STORE_X: tl.constexpr,
+    LOAD_X: tl.constexpr,
 ):  # fmt: skip
-    """``w [B·T, HV, K]`` and ``u [B·T, HV, V]`` (FP32) of every chunk; see the module docstring."""
+    """``w [B·T, HV, K]`` and ``u [B·T, HV, V]`` (FP32) of every chunk; see the module docstring.
+
+    ``STORE_X``: also ``X = (I + A)⁻¹`` into ``xs [B·T, HV, BT]`` (row ``i`` of a chunk holds row
+    ``i`` of its ``X``; a forward that will be differentiated). ``LOAD_X``: read ``X`` from
+    there instead of forming ``A`` and substituting (the backward's recompute of ``w``, ``u``)."""
     i_c = tl.program_id(0)
     i_hv = tl.program_id(1)
     i_h = i_hv // (HV // H)
-    i_n = tl.load(chunk_index + i_c * 2)
-    c = tl.load(chunk_index + i_c * 2 + 1).to(tl.int64)
-    bos, eos = _seq_range(cu_seqlens, i_n, T, IS_VARLEN)
+    rows, mask_t = _chunk_rows(cu_seqlens, chunk_index, i_c, T, BT, IS_VARLEN)
     o_t = tl.arange(0, BT)
-    rows = bos + c * BT + o_t
-    mask_t = rows < eos
     o_k = tl.arange(0, BK)
     mask_k = o_k < K
     b_k = _load_rows(k, rows, mask_t, H, i_h, K, o_k, mask_k, USE_L2NORM)
     b_beta = tl.load(beta + rows * HV + i_hv, mask=mask_t, other=0.0).to(tl.float32)
     gamma = _log_decay(g, rows, mask_t, HV, i_hv)
-    b_kk = tl.dot(b_k, tl.trans(b_k), input_precision="ieee")
-    b_a = b_beta[:, None] * b_kk * _pairwise_decay(gamma, o_t, INCLUSIVE=False)
-    # (I + A)^-1 by forward substitution, one row at a time: X_i = e_i - A_i X (A strictly
-    # lower, so only the finished rows j < i of X enter). Rows are picked with masks: register
-    # tensors cannot be indexed.
-    b_x = tl.where(o_t[:, None] == o_t[None, :], 1.0, 0.0)
-    for i in range(1, BT):
-        pick = o_t[:, None] == i
-        a_i = tl.sum(tl.where(pick, b_a, 0.0), axis=0)
-        x_i = tl.sum(tl.where(pick, b_x, 0.0), axis=0) - tl.sum(a_i[:, None] * b_x, axis=0)
-        b_x = tl.where(pick, x_i[None, :], b_x)
+    x_ptr = xs + (rows[:, None] * HV + i_hv) * BT + o_t[None, :]
+    if LOAD_X:  # the backward's recompute: X saved by the forward, no substitution
+        b_x = tl.load(x_ptr, mask=mask_t[:, None], other=0.0)
+    else:
+        b_kk = tl.dot(b_k, tl.trans(b_k), input_precision="ieee")
+        b_a = b_beta[:, None] * b_kk * _pairwise_decay(gamma, o_t, INCLUSIVE=False)
+        # (I + A)^-1 by forward substitution, one row at a time: X_i = e_i - A_i X (A strictly
+        # lower, so only the finished rows j < i of X enter). Rows are picked with masks:
+        # register tensors cannot be indexed.
+        b_x = tl.where(o_t[:, None] == o_t[None, :], 1.0, 0.0)
+        for i in range(1, BT):
+            pick = o_t[:, None] == i
+            a_i = tl.sum(tl.where(pick, b_a, 0.0), axis=0)
+            x_i = tl.sum(tl.where(pick, b_x, 0.0), axis=0) - tl.sum(a_i[:, None] * b_x, axis=0)
+            b_x = tl.where(pick, x_i[None, :], b_x)
+        if STORE_X:
+            tl.store(x_ptr, b_x, mask=mask_t[:, None])
     b_x = b_x * b_beta[None, :]  # fold diag(beta) into the columns
     b_kg = b_k * tl.exp(gamma.to(tl.float32))[:, None]
     b_w = tl.dot(b_x, b_kg, input_precision="ieee")
@@ -133,23 +191,10 @@ def chunk_state_fwd_kernel(
     autotuner's trial runs leave the cache as it was. ``STORE_FINAL``: also into ``ht [N, HV,
     K, V]`` (contiguous, its own buffer). ``USE_INITIAL``: start from ``h0 [N, HV, K, V]``.
     """
-    i_nh = tl.program_id(0)
-    i_v = tl.program_id(1)
-    i_n = i_nh // HV
-    i_hv = i_nh % HV
-    i_h = i_hv // (HV // H)
-    bos, eos = _seq_range(cu_seqlens, i_n, T, IS_VARLEN)
-    if IS_VARLEN:
-        first = tl.load(chunk_offsets + i_n).to(tl.int64)
-    else:
-        first = i_n.to(tl.int64) * tl.cdiv(T, BT)
+    i_n, i_hv, i_h, bos, eos, first = _scan_program(cu_seqlens, chunk_offsets, T, H, HV, BT,
+                                                    IS_VARLEN)  # fmt: skip
     o_t = tl.arange(0, BT)
-    o_k = tl.arange(0, BK)
-    o_v = i_v * BV + tl.arange(0, BV)
-    mask_k = o_k < K
-    mask_v = o_v < V
-    mask_h = mask_k[:, None] & mask_v[None, :]
-    kv = o_k[:, None] * V + o_v[None, :]
+    o_k, o_v, mask_k, mask_v, mask_h, kv = _state_tile(tl.program_id(1), K, V, BK, BV)
     state = tl.zeros([BK, BV], dtype=tl.float32)
     if USE_SLOTS:
         slot = tl.load(slots + i_n).to(tl.int64)
@@ -192,12 +237,8 @@ def chunk_o_fwd_kernel(
     i_hv = tl.program_id(1)
     i_v = tl.program_id(2)
     i_h = i_hv // (HV // H)
-    i_n = tl.load(chunk_index + i_c * 2)
-    c = tl.load(chunk_index + i_c * 2 + 1).to(tl.int64)
-    bos, eos = _seq_range(cu_seqlens, i_n, T, IS_VARLEN)
+    rows, mask_t = _chunk_rows(cu_seqlens, chunk_index, i_c, T, BT, IS_VARLEN)
     o_t = tl.arange(0, BT)
-    rows = bos + c * BT + o_t
-    mask_t = rows < eos
     o_k = tl.arange(0, BK)
     o_v = i_v * BV + tl.arange(0, BV)
     mask_k = o_k < K
