@@ -18,9 +18,9 @@ import asyncio
 import hashlib
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from transformers import PreTrainedTokenizerFast
@@ -33,6 +33,9 @@ from arctic_swe.harness import TINY_HARNESS, EngineSampler, HarnessConfig, Traje
 from arctic_swe.model import assign_weights, load_policy, read_weights
 from arctic_swe.trainer import policy_dir
 from swe_sandbox import Backend, NamespaceBackend, SandboxPool, TaskSpec
+
+if TYPE_CHECKING:
+    from arctic_swe.config import RunConfig
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,17 @@ async def sample_rollouts(
         await engine.close()
 
 
+def _first_run_config(policies: Sequence[str | Path]) -> RunConfig | None:
+    """The configuration of the first run directory among ``policies`` (``None``: none is)."""
+    from arctic_swe.config import RunDir, load_run_config
+
+    for policy in policies:
+        run = RunDir(Path(policy))
+        if run.config.is_file() and run.checkpoints.is_dir():
+            return load_run_config(run)
+    return None
+
+
 def run_pool_size(policies: Sequence[str | Path]) -> int | None:
     """The stress-test pool size (``deck.pool_size``) of the first run directory among
     ``policies``, or ``None`` when none is a run directory.
@@ -157,13 +171,24 @@ def run_pool_size(policies: Sequence[str | Path]) -> int | None:
     rest of the split is the untrained remainder). Raises
     :class:`arctic_swe.config.RunConfigError` for a run whose ``config.toml`` is broken.
     """
-    from arctic_swe.config import RunDir, load_run_config
+    config = _first_run_config(policies)
+    return None if config is None else config.deck.pool_size
 
-    for policy in policies:
-        run = RunDir(Path(policy))
-        if run.config.is_file() and run.checkpoints.is_dir():
-            return load_run_config(run).deck.pool_size
-    return None
+
+def recipe_harness(config: RunConfig) -> HarnessConfig:
+    """A run's episode budgets under the recipe's gate and raw format check, whatever the run
+    ablates: what the run's measured pool success (``run.pool_eval_every``) samples with, so
+    runs and ablations are measured alike."""
+    from arctic_swe.orchestrator import harness_config
+
+    return replace(harness_config(config), gated_reward=True, strict_format=True)
+
+
+def run_harness(policies: Sequence[str | Path]) -> HarnessConfig | None:
+    """:func:`recipe_harness` of the first run directory among ``policies`` (``None``: none
+    is), so ``arctic-swe evaluate RUN`` runs the episodes the run's own evaluation ran."""
+    config = _first_run_config(policies)
+    return None if config is None else recipe_harness(config)
 
 
 def policy_engine(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from arctic_swe.distributed import (
     TrainerHandle,
     load_loop_state,
 )
+from arctic_swe.evaluate import recipe_harness
 from arctic_swe.harness import HarnessConfig, episode_format
 from arctic_swe.metrics import MetricsLog
 from arctic_swe.model import CheckpointError
@@ -308,14 +309,13 @@ def _pool_evaluator(
     log: MetricsLog,
     backend: Backend | None,
 ) -> PoolEvaluator | None:
-    """The measured pool evaluation (``run.pool_eval_every > 0``): the run's episode budgets
-    under the recipe's gate and raw format check, whatever the run ablates, so runs compare
-    like with like; its own sandboxes on the run's backend."""
+    """The measured pool evaluation (``run.pool_eval_every > 0``) with the run's episode
+    budgets under the recipe's gate (:func:`arctic_swe.evaluate.recipe_harness`) and its own
+    sandboxes on the run's backend."""
     if config.run.pool_eval_every <= 0:
         return None
-    harness = replace(harness_config(config), gated_reward=True, strict_format=True)
     return PoolEvaluator(
-        config, run, list(tasks.values()), inputs.policy_dir, harness, log,
+        config, run, list(tasks.values()), inputs.policy_dir, recipe_harness(config), log,
         backend or sandbox_backend(config.sandbox.backend),
     )  # fmt: skip
 
