@@ -42,7 +42,9 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
         "--seed",
         type=non_negative_int,
         default=0,
-        help="sampling seed, the same for every policy (default: %(default)s)",
+        help="sampling seed, the same for every policy: turn t of sample s of the k-th task "
+        "samples from a stream derived from (seed, k, s, t), so the same weights give the same "
+        "rollouts (default: %(default)s)",
     )
     add_rollout_options(ev)
     ev.add_argument(

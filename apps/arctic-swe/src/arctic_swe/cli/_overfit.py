@@ -174,7 +174,10 @@ def _train(args: argparse.Namespace, run_dir: RunDir, config: RunConfig) -> int:
     # The curves are training-side figures; the policy itself is checked by sampling it. With
     # the run's seed, samples and workers, the second row reproduces the final pool_success.
     run = config.run
-    same = f" --seed {run.seed} --samples {run.pool_eval_samples} --workers {run.pool_eval_workers}"
+    same = (
+        f" --seed {run.seed} --samples {run.pool_eval_samples} --workers {run.pool_eval_workers}"
+        f" --threads {args.threads}"
+    )
     note.print(
         f"check the policy: arctic-swe evaluate {policy_dir} {run_dir.root} --deck {deck_dir}"
         + (same if run.pool_eval_every > 0 else "")
