@@ -101,7 +101,6 @@ def _evaluated(run_metrics: Path) -> list[UpdateMetrics]:
     return [r for r in MetricsLog(run_metrics).read() if r.pool_eval_rollouts > 0]
 
 
-@pytest.mark.slow
 def test_pool_success_equals_an_independent_evaluation(inputs: Inputs, tmp_path: Path) -> None:
     """The final evaluation of a real run equals ``arctic-swe evaluate RUN`` (its latest
     checkpoint: the same weights) with the run's seed, samples and workers."""
