@@ -2,7 +2,7 @@
 equals an independent ``arctic-swe evaluate``-path evaluation of the same weights with the same
 seeds; the evaluator pins the version it was given; a pending evaluation survives a crash.
 
-Real parts: a four-task procedural deck, a random-init tiny policy (its episodes end at the first
+Real parts: a three-task procedural deck, a random-init tiny policy (its episodes end at the first
 turn, so each rollout is one 16-token turn), namespace sandboxes, the real loop and trainer.
 """
 
