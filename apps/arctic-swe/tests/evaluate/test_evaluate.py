@@ -204,3 +204,24 @@ def test_evaluate_command_defaults_to_the_runs_stress_pool(
     assert [line["tasks"] for line in lines] == [2, 2]
     # the checkpoint holds the same weights: the same seed gives the same outcome
     assert lines[0]["per_task"] == lines[1]["per_task"]
+
+
+def test_the_same_weights_and_seed_give_the_same_rollouts_whatever_the_scheduling(
+    random_policy: Path, small_deck: Deck, backend: NamespaceBackend
+) -> None:
+    """Every turn samples from a stream fixed by (seed, task, sample, turn), so one sandbox at
+    a time and two at once sample the same tokens (equal digests); another seed does not."""
+    from dataclasses import replace
+
+    from arctic_swe.harness import TINY_HARNESS
+
+    tasks = [task.spec for task in small_deck.split("pool")[:1]]
+    short = replace(TINY_HARNESS, max_new_tokens=24)  # one 24-token turn per rollout
+    options = {"samples": 2, "backend": backend, "harness": short}
+    runs = [
+        evaluate_policy(random_policy, tasks, seed=seed, workers=n, **options)  # type: ignore[arg-type]
+        for seed, n in ((4, 1), (4, 2), (5, 2))
+    ]
+    assert runs[0].digest == runs[1].digest
+    assert runs[0].digest != runs[2].digest
+    assert (runs[0].solved, runs[0].per_task) == (runs[1].solved, runs[1].per_task)

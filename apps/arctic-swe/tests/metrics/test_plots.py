@@ -25,3 +25,20 @@ def test_run_and_compare_plots_are_png_files(make_record: Record, tmp_path: Path
     for path in paths:
         assert path.read_bytes()[:8] == PNG
         assert path.stat().st_size > 5000
+
+
+def test_the_pool_success_panel_and_headline_draw_the_interval(
+    make_record: Record, tmp_path: Path
+) -> None:
+    from dataclasses import fields
+
+    from arctic_swe.metrics import PANELS
+
+    names = {f.name for f in fields(UpdateMetrics)}
+    assert {"pool_success", "replay_adjusted"} <= {name for name, _ in PANELS} <= names
+    measured = {"pool_success": 0.5, "pool_success_low": 0.3, "pool_success_high": 0.7,
+                "pool_eval_step": 2, "pool_eval_rollouts": 16, "pool_eval_solved": 8}  # fmt: skip
+    run = [make_record(1, 0.2), make_record(2, 0.4, **measured), make_record(3, 0.4)]
+    old = [make_record(i, 0.3) for i in range(1, 4)]  # no evaluations: no pool line, no error
+    for path in plot_run(run, tmp_path / "a") + plot_compare({"new": run, "old": old}, tmp_path):
+        assert path.read_bytes()[:8] == PNG

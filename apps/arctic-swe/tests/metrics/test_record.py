@@ -54,3 +54,38 @@ def test_truncate_keeps_a_prefix(
         log.append(make_record(step, reward))
     log.truncate(keep)
     assert [r.reward for r in log.read()] == rewards[:keep]
+
+
+def test_old_lines_without_the_pool_fields_still_load(make_record: Record, tmp_path: Path) -> None:
+    """A metrics.jsonl written before the measured pool evaluation reads back with defaults."""
+    import json
+
+    row = json.loads(make_record(1, 0.5).to_json())
+    new = ("replay_adjusted", "pool_success", "pool_success_low", "pool_success_high",
+           "pool_eval_version", "pool_eval_step", "pool_eval_solved", "pool_eval_rollouts",
+           "pool_eval_seconds")  # fmt: skip
+    for name in new:
+        row.pop(name)
+    path = tmp_path / "metrics.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    (record,) = MetricsLog(path).read()
+    assert (record.pool_success, record.pool_eval_rollouts, record.replay_adjusted) == (-1, 0, -1)
+
+
+def test_amend_sets_fields_on_one_line_and_keeps_the_cursor(
+    make_record: Record, tmp_path: Path
+) -> None:
+    log = MetricsLog(tmp_path / "metrics.jsonl")
+    for i in range(1, 4):
+        log.append(make_record(i, 0.5))
+    log.amend(2, {"pool_success": 0.25, "pool_eval_rollouts": 8, "pool_eval_step": 2})
+    records = log.read()
+    assert log.count() == 3
+    assert [r.pool_success for r in records] == [-1.0, 0.25, -1.0]
+    with pytest.raises(MetricsError, match="no line for update 9"):
+        log.amend(9, {"pool_success": 0.5})
+    with pytest.raises(MetricsError, match="unknown"):
+        log.amend(1, {"nope": 1})
+    with pytest.raises(MetricsError, match="not finite"):
+        log.amend(1, {"pool_success": float("nan")})
+    assert log.read() == records  # a refused change leaves the file as it was

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from arctic_swe._cli import main
+from arctic_swe._wilson import wilson_interval
 from arctic_swe.cli._defaults import ABLATIONS
 from arctic_swe.cli._overfit import ablation_overrides, resolve_config
 from arctic_swe.metrics import MetricsLog, UpdateMetrics
@@ -95,8 +96,9 @@ def test_missing_policy_checkpoint_is_a_clear_error(
     assert "error:" in capsys.readouterr().err
 
 
-def _write_run(root: Path, rewards: list[float]) -> None:
-    """A run whose pool (eviction-adjusted) and batch rewards both follow ``rewards``."""
+def _write_run(root: Path, rewards: list[float], *, measured: bool = True) -> None:
+    """A run whose eviction-adjusted and batch rewards, and (``measured``) measured pool
+    success on every update, all follow ``rewards``."""
     root.mkdir()
     log = MetricsLog(root / "metrics.jsonl")
     for step, reward in enumerate(rewards, 1):
@@ -109,6 +111,11 @@ def _write_run(root: Path, rewards: list[float]) -> None:
             terminations={},
             per_task_reward={},
         )
+        if measured:  # every update evaluated: 32 rollouts, solved share = reward
+            solved = round(32 * reward)
+            low, high = wilson_interval(solved, 32)
+            fields.update(pool_success=solved / 32, pool_success_low=low, pool_success_high=high,
+                          pool_eval_step=step, pool_eval_solved=solved, pool_eval_rollouts=32)  # fmt: skip
         log.append(UpdateMetrics(**fields))
 
 
@@ -117,13 +124,16 @@ def test_compare_plots_runs_and_prints_summaries(
 ) -> None:
     _write_run(tmp_path / "full", [0.2, 0.5, 0.8, 0.9, 0.9])
     _write_run(tmp_path / "broken", [0.2, 0.6, 0.7, 0.3, 0.1])
+    _write_run(tmp_path / "old", [0.2, 0.6, 0.7, 0.3, 0.1], measured=False)
     out = tmp_path / "cmp"
-    code = main(["compare", str(tmp_path / "full"), str(tmp_path / "broken"), "--out", str(out)])
+    runs = [str(tmp_path / name) for name in ("full", "broken", "old")]
+    code = main(["compare", *runs, "--out", str(out)])
     assert code == 0
     text = capsys.readouterr().out
     assert "full" in text
     assert "broken" in text
     assert "NO" in text  # the collapsed run does not hold
+    assert "not measured" in text  # a log from before the measured pool success still loads
     assert (out / "compare_reward.png").stat().st_size > 0
 
 

@@ -38,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from arctic_swe.metrics import (
         MetricsError,
         MetricsLog,
+        compare_table,
         plot_compare,
         run_labels,
         summarize,
@@ -56,8 +57,11 @@ def run(args: argparse.Namespace) -> int:
                 raise CommandError(f"{name} has no updates yet")
             runs[label] = records
     out = console()
-    for label, records in runs.items():
-        out.print(summary_table(summarize(records), title=label))
+    summaries = {label: summarize(records) for label, records in runs.items()}
+    for label, summary in summaries.items():
+        out.print(summary_table(summary, title=label))
+    # side by side: the measured pool success where a run logged it ("—" for older runs)
+    out.print(compare_table(summaries))
     for path in plot_compare(runs, Path(args.out)):
         out.print(f"plot: {path}")
     return 0

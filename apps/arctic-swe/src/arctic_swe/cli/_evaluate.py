@@ -42,7 +42,9 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
         "--seed",
         type=non_negative_int,
         default=0,
-        help="sampling seed, the same for every policy (default: %(default)s)",
+        help="sampling seed, the same for every policy: turn t of sample s of the k-th task "
+        "samples from a stream derived from (seed, k, s, t), so the same weights give the same "
+        "rollouts (default: %(default)s)",
     )
     add_rollout_options(ev)
     ev.add_argument(
@@ -64,8 +66,8 @@ def run(args: argparse.Namespace) -> int:
     from arctic_swe.chat import ChatError
     from arctic_swe.config import RunConfigError
     from arctic_swe.deck import DeckError, load_deck
-    from arctic_swe.evaluate import evaluate_policy, evaluation_table, run_pool_size
-    from arctic_swe.harness import HarnessError
+    from arctic_swe.evaluate import evaluate_policy, evaluation_table, run_harness, run_pool_size
+    from arctic_swe.harness import TINY_HARNESS, HarnessError
     from arctic_swe.model import PolicyError
     from arctic_swe.trainer import TrainerError
 
@@ -81,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
             count = run_pool_size(args.policies)
             if count is not None:
                 note.print(f"on the run's stress-test pool: the first {count} pool tasks (--tasks)")
+        # a run directory's episode budgets (under the recipe's gate): its own pool evaluation's
+        harness = run_harness(args.policies) or TINY_HARNESS
         tasks = [task.spec for task in deck.split(args.split)[:count]]
         if not tasks:
             raise CommandError(f"the deck's {args.split} split is empty")
@@ -98,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
                         workers=args.workers,
                         backend=backend,
                         on_done=solved_counter(progress, bar),
+                        harness=harness,
                     )
                 )
     if args.out:

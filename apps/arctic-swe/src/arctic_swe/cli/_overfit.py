@@ -14,6 +14,7 @@ from arctic_swe.cli._registry import Subparsers
 
 if TYPE_CHECKING:
     from arctic_swe.config import RunConfig, RunDir
+    from arctic_swe.metrics import RunSummary
 
 
 def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
@@ -166,14 +167,38 @@ def _train(args: argparse.Namespace, run_dir: RunDir, config: RunConfig) -> int:
         from arctic_swe.metrics import summary_table
 
         console().print(summary_table(result.summary))
+        note.print(_verdict_line(result.summary))
     for path in result.plots:
         note.print(f"plot: {path}")
     note.print(f"run directory: {run_dir.root}")
-    # The curves are training-side figures; the policy itself is checked by sampling it.
+    # The curves are training-side figures; the policy itself is checked by sampling it. With
+    # the run's seed, samples and workers, the second row reproduces the final pool_success.
+    run = config.run
+    same = (
+        f" --seed {run.seed} --samples {run.pool_eval_samples} --workers {run.pool_eval_workers}"
+        f" --threads {args.threads}"
+    )
     note.print(
         f"check the policy: arctic-swe evaluate {policy_dir} {run_dir.root} --deck {deck_dir}"
+        + (same if run.pool_eval_every > 0 else "")
     )
     return 0
+
+
+def _verdict_line(summary: RunSummary) -> str:
+    """The verdict in one sentence, saying which figure it reads."""
+    pool = summary.pool
+    if pool is None:
+        return (
+            "verdict: not measured (run.pool_eval_every = 0): the eviction-adjusted reward "
+            "imputes 1.0 to retired tasks, so it cannot tell a held pool from a collapse"
+        )
+    word = "held" if pool.held else "NOT held"
+    return (
+        f"verdict: {word} — measured pool success, final {pool.final.describe()} "
+        f"({pool.final.where()}) vs peak {pool.peak.describe()} ({pool.peak.where()}); "
+        f"held = final >= 0.9 x peak over the last third ({pool.evaluations} evaluations)"
+    )
 
 
 def _last_update(metrics: Path) -> str:

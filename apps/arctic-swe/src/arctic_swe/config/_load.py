@@ -32,7 +32,7 @@ from arctic_swe.config._schema import (
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "tiny": {},
     "paper": {
-        "run": {"updates": 230},
+        "run": {"updates": 230, "pool_eval_every": 0},  # no CPU evaluation engine on a cluster
         "deck": {"pool_size": 160, "groups_per_update": 32, "rollouts_per_group": 5},
         "engine": {"engines": 6, "capacity": 64, "max_resident": 40, "max_new_tokens": 8192},
         "harness": {"max_turns": 100, "max_tokens": 131072, "sandboxes": 256},
@@ -182,6 +182,9 @@ def validate(config: RunConfig) -> None:
     _require(run.keep_checkpoints >= 1, "run.keep_checkpoints", "must be >= 1")
     _require(run.max_group_retries >= 0, "run.max_group_retries", "must be >= 0")
     _require(run.lookahead_batches >= 0, "run.lookahead_batches", "must be >= 0")
+    _require(run.pool_eval_every >= 0, "run.pool_eval_every", "must be >= 0 (0 = off)")
+    _require(run.pool_eval_samples >= 1, "run.pool_eval_samples", "must be >= 1")
+    _require(run.pool_eval_workers >= 1, "run.pool_eval_workers", "must be >= 1")
     _require(deck.pool_size >= 1, "deck.pool_size", "must be >= 1")
     _require(deck.groups_per_update >= 1, "deck.groups_per_update", "must be >= 1")
     _require(

@@ -30,6 +30,13 @@ class RunSection:
     keep_checkpoints: int = 2  # newest checkpoints kept on disk (the rest are pruned)
     max_group_retries: int = 2  # re-leases of a group whose engine failed
     lookahead_batches: int = 1  # batches generated while one trains (0 = synchronous baseline)
+    # Measured pool success (README "Measured pool success"): every ``pool_eval_every``
+    # updates (0 = off) and at the end, the weights just published sample every pool task
+    # ``pool_eval_samples`` times with seeds fixed by (seed, task, sample, turn), on their own
+    # engine in the background, ``pool_eval_workers`` sandboxes at once.
+    pool_eval_every: int = 9  # measured cost: README "Measured pool success"
+    pool_eval_samples: int = 2
+    pool_eval_workers: int = 4
 
 
 @attrs.frozen

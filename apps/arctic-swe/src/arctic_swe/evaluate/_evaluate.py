@@ -7,47 +7,35 @@ plain one: does the trained policy solve more of the pool than the warm start? T
 answers it the way the rollouts are generated in training — every task of the split ``samples``
 times at temperature 1 through the real engine, harness and sandboxes, graded with the gated
 reward — and reports the success rate with a Wilson 95 % interval, so two policies can be told
-apart from noise.
+apart from noise. Every turn samples from a stream fixed by (seed, task, sample, turn)
+(:mod:`arctic_swe.evaluate._seeds`), so evaluating the same weights twice gives the same
+rollouts and the same number; :attr:`PolicyEvaluation.digest` fingerprints them.
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
+import hashlib
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import torch
 from transformers import PreTrainedTokenizerFast
 
+from arctic_swe._wilson import wilson_interval
 from arctic_swe.chat import IM_END, load_tokenizer, special_id
 from arctic_swe.engine import EngineConfig, TorchEngine
+from arctic_swe.evaluate._seeds import SeededSampler, rollout_seeds
 from arctic_swe.harness import TINY_HARNESS, EngineSampler, HarnessConfig, Trajectory, run_rollouts
-from arctic_swe.model import load_policy
+from arctic_swe.model import assign_weights, load_policy, read_weights
 from arctic_swe.trainer import policy_dir
 from swe_sandbox import Backend, NamespaceBackend, SandboxPool, TaskSpec
 
-
-def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval of a binomial proportion (95 % for ``z = 1.96``).
-
-    Unlike the normal approximation it stays inside [0, 1] and is sensible at 0 or ``n``
-    successes, which small pools hit often. ``n = 0`` gives the uninformative ``(0, 1)``.
-    """
-    if n < 0 or not 0 <= successes <= max(n, 0):
-        raise ValueError(f"need 0 <= successes <= n, got {successes} of {n}")
-    if n == 0:
-        return 0.0, 1.0
-    p = successes / n
-    denominator = 1.0 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    # At 0 or n successes the bound is exactly 0 or 1; say so rather than trust the rounding.
-    low = 0.0 if successes == 0 else max(0.0, centre - half)
-    high = 1.0 if successes == n else min(1.0, centre + half)
-    return low, high
+if TYPE_CHECKING:
+    from arctic_swe.config import RunConfig
 
 
 @dataclass(frozen=True)
@@ -63,6 +51,9 @@ class PolicyEvaluation:
     rollouts: int
     terminations: dict[str, int]
     per_task: dict[str, float] = field(repr=False)  # task id -> share of its rollouts solved
+    # blake2b of every rollout's task, ending, reward and token ids, in job order: two
+    # evaluations with equal digests sampled exactly the same rollouts
+    digest: str = ""
 
     @property
     def rate(self) -> float:
@@ -89,6 +80,7 @@ class PolicyEvaluation:
             "ci95": [low, high],
             "terminations": dict(self.terminations),
             "per_task": dict(self.per_task),
+            "digest": self.digest,
         }
 
 
@@ -109,7 +101,17 @@ def tally_evaluation(
         rollouts=len(trajectories),
         terminations=dict(Counter(t.termination for t in trajectories)),
         per_task={task: sum(wins) / len(wins) for task, wins in by_task.items()},
+        digest=rollouts_digest(trajectories),
     )
+
+
+def rollouts_digest(trajectories: Sequence[Trajectory]) -> str:
+    """A fingerprint of ``trajectories`` in order: task, ending, reward and every token id."""
+    digest = hashlib.blake2b(digest_size=16)
+    for t in trajectories:
+        digest.update(f"{t.task_id}|{t.termination}|{t.reward!r}|".encode())
+        digest.update(",".join(map(str, t.token_ids)).encode() + b";")
+    return digest.hexdigest()
 
 
 async def sample_rollouts(
@@ -121,14 +123,25 @@ async def sample_rollouts(
     harness: HarnessConfig = TINY_HARNESS,
     backend: Backend | None = None,
     on_done: Callable[[Trajectory], None] | None = None,
+    seeds: Sequence[int] | None = None,
 ) -> list[Trajectory]:
     """One rollout per entry of ``tasks`` on ``engine`` (closed afterwards), ``workers``
-    sandboxes at once; ``on_done`` sees each trajectory as it finishes."""
+    sandboxes at once; ``on_done`` sees each trajectory as it finishes. With ``seeds`` (one
+    per task entry) rollout ``i`` samples from its own fixed stream (:class:`SeededSampler`),
+    else from the engine's request counter."""
+    if seeds is not None and len(seeds) != len(tasks):
+        raise ValueError(f"{len(seeds)} seeds for {len(tasks)} rollouts")
+
+    def sampler(index: int, _: TaskSpec) -> EngineSampler | SeededSampler:
+        if seeds is None:
+            return EngineSampler(engine, tokenizer, index)
+        return SeededSampler(engine, tokenizer, index, seeds[index])
+
     try:
         async with SandboxPool(backend or NamespaceBackend(), max_concurrency=workers) as pool:
             return await run_rollouts(
                 list(tasks),
-                lambda index, _: EngineSampler(engine, tokenizer, index),
+                sampler,
                 pool,
                 tokenizer,
                 harness,
@@ -136,6 +149,17 @@ async def sample_rollouts(
             )
     finally:
         await engine.close()
+
+
+def _first_run_config(policies: Sequence[str | Path]) -> RunConfig | None:
+    """The configuration of the first run directory among ``policies`` (``None``: none is)."""
+    from arctic_swe.config import RunDir, load_run_config
+
+    for policy in policies:
+        run = RunDir(Path(policy))
+        if run.config.is_file() and run.checkpoints.is_dir():
+            return load_run_config(run)
+    return None
 
 
 def run_pool_size(policies: Sequence[str | Path]) -> int | None:
@@ -147,27 +171,51 @@ def run_pool_size(policies: Sequence[str | Path]) -> int | None:
     rest of the split is the untrained remainder). Raises
     :class:`arctic_swe.config.RunConfigError` for a run whose ``config.toml`` is broken.
     """
-    from arctic_swe.config import RunDir, load_run_config
+    config = _first_run_config(policies)
+    return None if config is None else config.deck.pool_size
 
-    for policy in policies:
-        run = RunDir(Path(policy))
-        if run.config.is_file() and run.checkpoints.is_dir():
-            return load_run_config(run).deck.pool_size
-    return None
+
+def recipe_harness(config: RunConfig) -> HarnessConfig:
+    """A run's episode budgets under the recipe's gate and raw format check, whatever the run
+    ablates: what the run's measured pool success (``run.pool_eval_every``) samples with, so
+    runs and ablations are measured alike."""
+    from arctic_swe.orchestrator import harness_config
+
+    return replace(harness_config(config), gated_reward=True, strict_format=True)
+
+
+def run_harness(policies: Sequence[str | Path]) -> HarnessConfig | None:
+    """:func:`recipe_harness` of the first run directory among ``policies`` (``None``: none
+    is), so ``arctic-swe evaluate RUN`` runs the episodes the run's own evaluation ran."""
+    config = _first_run_config(policies)
+    return None if config is None else recipe_harness(config)
 
 
 def policy_engine(
-    policy: str | Path, rollouts: int, *, workers: int, seed: int
+    policy: str | Path,
+    rollouts: int,
+    *,
+    workers: int,
+    seed: int,
+    weights: str | Path | None = None,
 ) -> tuple[Path, PreTrainedTokenizerFast, TorchEngine]:
     """Load ``policy`` (policy, checkpoint or run directory) and its tokenizer into a
-    :class:`TorchEngine` sized for ``rollouts`` rollouts run ``workers`` at a time.
+    :class:`TorchEngine` sized for ``rollouts`` rollouts run ``workers`` at a time; with
+    ``weights`` (a ``.safetensors`` file or checkpoint directory, e.g. a run's published
+    ``policy-vN.safetensors``) the policy's architecture gets those weights instead.
 
     A rollout generates only while it holds one of the ``workers`` sandboxes, so more cache
     slots than ``min(rollouts, workers)`` would only be allocated (and grown) for nothing.
     """
     directory = policy_dir(policy)
     tokenizer = load_tokenizer(directory)
-    model = load_policy(directory)
+    # Loading draws on the global torch RNG (transformers initialises before it loads); fork
+    # it, so a run's checkpointed RNG state never depends on when an evaluation began. Nothing
+    # else in the process samples from the global generator (engines own theirs).
+    with torch.random.fork_rng(devices=[]):
+        model = load_policy(directory)
+    if weights is not None:
+        assign_weights(model, read_weights(weights))
     stop = special_id(tokenizer, IM_END)
     capacity = max(1, min(rollouts, workers))
     engine = TorchEngine(model, EngineConfig(capacity=capacity, seed=seed, stop_token_ids=(stop,)))
@@ -184,15 +232,44 @@ def evaluate_policy(
     workers: int = 4,
     backend: Backend | None = None,
     on_done: Callable[[Trajectory], None] | None = None,
+    harness: HarnessConfig = TINY_HARNESS,
+    weights: str | Path | None = None,
 ) -> PolicyEvaluation:
     """Sample every task of ``tasks`` ``samples`` times with ``policy`` (a policy directory, a
     checkpoint, or a run directory: its latest checkpoint) and tally the gated successes.
 
-    ``seed`` fixes the engine's sampling streams, so two policies evaluated with the same seed
-    see the same random numbers (their trajectories still diverge once their tokens differ).
-    Raises :class:`ValueError` for ``samples < 1`` or no tasks; the loaders' typed errors
-    (tokenizer, checkpoint, resume) for a directory that holds no policy.
+    ``seed`` fixes every rollout's sampling stream by (task position, sample, turn), so the
+    same weights evaluated with the same seed give the same rollouts, and two policies see the
+    same random numbers (their trajectories still diverge once their tokens differ).
+    ``weights`` replaces the policy's weights (:func:`policy_engine`); ``harness`` sets the
+    episode budgets. Raises :class:`ValueError` for ``samples < 1``, ``workers < 1`` or no
+    tasks; the loaders' typed errors (tokenizer, checkpoint, resume) for a directory that
+    holds no policy.
     """
+    return asyncio.run(
+        evaluate_policy_async(
+            policy, tasks, split=split, samples=samples, seed=seed, workers=workers,
+            backend=backend, on_done=on_done, harness=harness, weights=weights,
+        )
+    )  # fmt: skip
+
+
+async def evaluate_policy_async(
+    policy: str | Path,
+    tasks: Sequence[TaskSpec],
+    *,
+    split: str = "pool",
+    samples: int = 4,
+    seed: int = 0,
+    workers: int = 4,
+    backend: Backend | None = None,
+    on_done: Callable[[Trajectory], None] | None = None,
+    harness: HarnessConfig = TINY_HARNESS,
+    weights: str | Path | None = None,
+    label: str | None = None,
+) -> PolicyEvaluation:
+    """:func:`evaluate_policy` on a running event loop (the loading runs on a worker thread,
+    so the loop keeps serving other work, e.g. the RL loop's training groups)."""
     if samples < 1:
         raise ValueError(f"samples must be >= 1, got {samples}")
     if workers < 1:
@@ -200,8 +277,12 @@ def evaluate_policy(
     if not tasks:
         raise ValueError("no tasks to evaluate on")
     jobs = [task for task in tasks for _ in range(samples)]
-    directory, tokenizer, engine = policy_engine(policy, len(jobs), workers=workers, seed=seed)
-    trajectories = asyncio.run(
-        sample_rollouts(engine, jobs, tokenizer, workers=workers, backend=backend, on_done=on_done)
+    directory, tokenizer, engine = await asyncio.to_thread(
+        policy_engine, policy, len(jobs), workers=workers, seed=seed, weights=weights
     )
-    return tally_evaluation(str(policy), directory, split, samples, trajectories)
+    trajectories = await sample_rollouts(
+        engine, jobs, tokenizer, workers=workers, harness=harness, backend=backend,
+        on_done=on_done, seeds=rollout_seeds(seed, len(tasks), samples),
+    )  # fmt: skip
+    name = str(policy) if label is None else label
+    return tally_evaluation(name, directory, split, samples, trajectories)

@@ -4,19 +4,33 @@ from arctic_swe.metrics._labels import run_labels
 from arctic_swe.metrics._live import LiveDisplay, TensorBoardSink, describe
 from arctic_swe.metrics._plots import PANELS, plot_compare, plot_run
 from arctic_swe.metrics._record import MetricsError, MetricsLog, UpdateMetrics
-from arctic_swe.metrics._summary import RunSummary, summarize, summary_table
+from arctic_swe.metrics._summary import (
+    PoolFigure,
+    PoolVerdict,
+    RunSummary,
+    compare_table,
+    pool_points,
+    pool_verdict,
+    summarize,
+    summary_table,
+)
 
 __all__ = [
     "PANELS",
     "LiveDisplay",
     "MetricsError",
     "MetricsLog",
+    "PoolFigure",
+    "PoolVerdict",
     "RunSummary",
     "TensorBoardSink",
     "UpdateMetrics",
+    "compare_table",
     "describe",
     "plot_compare",
     "plot_run",
+    "pool_points",
+    "pool_verdict",
     "run_labels",
     "summarize",
     "summary_table",

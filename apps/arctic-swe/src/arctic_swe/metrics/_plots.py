@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -15,7 +17,7 @@ from arctic_swe.metrics._record import UpdateMetrics
 #: (figure, panel title) of the run plot, one panel each.
 PANELS: tuple[tuple[str, str], ...] = (
     ("reward", "trained-batch reward (gated)"),
-    ("adjusted_reward", "pool reward (eviction-adjusted)"),
+    ("adjusted_reward", "eviction-adjusted reward (imputed)"),
     ("replay_reward", "replay reward"),
     ("entropy", "entropy"),
     ("mismatch_kl", "mismatch KL"),
@@ -23,13 +25,16 @@ PANELS: tuple[tuple[str, str], ...] = (
     ("lag_mean", "mean policy lag"),
     ("stale_dropped", "stale drops"),
     ("wait_seconds", "trainer waiting (s)"),
+    # Measured pool evaluation (the verdict's figure, with its 95 % interval as a band)
+    ("pool_success", "pool success (measured, 95% CI)"),
+    ("replay_adjusted", "replay-adjusted reward"),
 )
 
 
 def _series(records: Sequence[UpdateMetrics], name: str) -> tuple[list[int], list[float]]:
     steps = [r.step for r in records]
     values = [float(getattr(r, name)) for r in records]
-    if name == "replay_reward":  # -1 means "no probe yet"
+    if name in ("replay_reward", "replay_adjusted"):  # -1 means "no probe yet" / "not logged"
         pairs = [(s, v) for s, v in zip(steps, values, strict=True) if v >= 0]
         return [s for s, _ in pairs], [v for _, v in pairs]
     return steps, values
@@ -53,10 +58,28 @@ def plot_compare(runs: Mapping[str, Sequence[UpdateMetrics]], out_dir: Path) -> 
     ]
 
 
+def _pool_band(axis: Any, records: Sequence[UpdateMetrics], **style: Any) -> None:
+    """The measured pool success of one run with its Wilson 95 % interval as a band, at the
+    updates that were evaluated (the update that published the weights)."""
+    kept = [r for r in records if r.pool_eval_rollouts > 0]
+    if not kept:
+        return
+    steps = [r.pool_eval_step for r in kept]
+    line = axis.plot(steps, [r.pool_success for r in kept], marker="o", **style)
+    low, high = [r.pool_success_low for r in kept], [r.pool_success_high for r in kept]
+    axis.fill_between(steps, low, high, alpha=0.2, color=line[0].get_color(), linewidth=0)
+
+
 def _plot_grid(runs: Mapping[str, Sequence[UpdateMetrics]], path: Path) -> Path:
-    figure, axes = plt.subplots(3, 3, figsize=(13, 9))
-    for axis, (name, title) in zip(axes.flat, PANELS, strict=True):
+    rows = math.ceil(len(PANELS) / 3)
+    figure, axes = plt.subplots(rows, 3, figsize=(13, 3 * rows))
+    for axis in axes.flat[len(PANELS) :]:
+        axis.set_visible(False)
+    for axis, (name, title) in zip(axes.flat, PANELS, strict=False):
         for label, records in runs.items():
+            if name == "pool_success":
+                _pool_band(axis, records, label=label)
+                continue
             steps, values = _series(records, name)
             axis.plot(steps, values, marker=".", label=label)
         axis.set_title(title)
@@ -73,12 +96,15 @@ def _plot_grid(runs: Mapping[str, Sequence[UpdateMetrics]], path: Path) -> Path:
 def _plot_reward(runs: Mapping[str, Sequence[UpdateMetrics]], path: Path) -> Path:
     figure, axis = plt.subplots(figsize=(7, 4))
     for label, records in runs.items():
+        # the headline: the measured pool success (every task, one version, fixed seeds)
+        _pool_band(axis, records, label=f"{label}: pool success (measured, 95% CI)")
         steps, values = _series(records, "reward")
-        axis.plot(steps, values, marker=".", label=f"{label}: trained batch")
+        axis.plot(steps, values, marker=".", alpha=0.6, label=f"{label}: trained batch")
         steps, values = _series(records, "adjusted_reward")
-        axis.plot(steps, values, linestyle="--", label=f"{label}: pool (eviction-adjusted)")
+        axis.plot(steps, values, linestyle="--", alpha=0.6,
+                  label=f"{label}: eviction-adjusted (imputed 1.0 for retired)")  # fmt: skip
     axis.set_xlabel("update")
-    axis.set_ylabel("reward")
+    axis.set_ylabel("success / reward")
     axis.set_ylim(-0.02, 1.02)
     axis.grid(alpha=0.3)
     axis.legend(fontsize=8)

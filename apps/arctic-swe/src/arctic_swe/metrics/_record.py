@@ -75,6 +75,19 @@ class UpdateMetrics:
     lag_token_mean: float = 0.0  # lag of each trained token at the version it was sampled under
     trainer_world_size: int = 1  # data-parallel ranks of the step (the remote FSDP2 trainer)
     step_started: float = 0.0  # monotonic clock when the optimizer step was sent / started
+    # Measured pool evaluation (``run.pool_eval_every``; orchestrator/_pool_eval.py). A line
+    # carries the sampled success of every pool task, retired ones included, under *its own*
+    # update's weights once that evaluation finished (the line is amended in place); -1 on
+    # lines that were not evaluated and in logs written before these fields existed.
+    replay_adjusted: float = -1.0  # adjusted reward, probed retired tasks at their replay rate
+    pool_success: float = -1.0  # solved / rollouts of the whole pool, fixed seeds
+    pool_success_low: float = -1.0  # Wilson 95 % interval of pool_success
+    pool_success_high: float = -1.0
+    pool_eval_version: int = -1  # the policy version evaluated
+    pool_eval_step: int = -1  # the update that published it
+    pool_eval_solved: int = 0
+    pool_eval_rollouts: int = 0
+    pool_eval_seconds: float = 0.0  # wall time of the evaluation (in the background)
 
     def __post_init__(self) -> None:
         for item in fields(self):
@@ -122,6 +135,24 @@ class MetricsLog:
         kept = list(self.read_raw())[:lines]
         tmp = self.path.with_suffix(".jsonl.tmp")
         tmp.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in kept))
+        os.replace(tmp, self.path)
+
+    def amend(self, step: int, changes: Mapping[str, Any]) -> None:
+        """Set ``changes`` on the line of update ``step`` (atomic rewrite, same line count, so
+        a checkpoint's cursor stays valid). Raises :class:`MetricsError` for an unknown field
+        or a step the log does not hold."""
+        names = {f.name for f in fields(UpdateMetrics)}
+        unknown = sorted(set(changes) - names)
+        if unknown:
+            raise MetricsError(f"unknown metrics fields {unknown}")
+        rows = list(self.read_raw())
+        matches = [row for row in rows if row.get("step") == step]
+        if not matches:
+            raise MetricsError(f"{self.path} has no line for update {step}")
+        matches[-1].update(changes)
+        UpdateMetrics.from_mapping(matches[-1])  # still a valid record (finite figures)
+        tmp = self.path.with_suffix(".jsonl.tmp")
+        tmp.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
         os.replace(tmp, self.path)
 
     def read_raw(self) -> Iterator[dict[str, Any]]:

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 from safetensors.torch import save_file
@@ -45,6 +45,7 @@ from swe_sandbox import SandboxPool, TaskSpec
 
 if TYPE_CHECKING:
     from arctic_swe.orchestrator._engines import EngineSet
+    from arctic_swe.orchestrator._pool_eval import PoolEvaluator
 
 
 @dataclass
@@ -68,6 +69,9 @@ class Components:
     resume_groups: list[tuple[str, int | None]] = field(default_factory=list)
     launched: int = 0
     engines: EngineSet | None = None  # the engines behind the router (and launched servers)
+    # measured pool success (run.pool_eval_every) and the evaluations a checkpoint left pending
+    pool_eval: PoolEvaluator | None = None
+    resume_pool_evals: list[tuple[int, int]] = field(default_factory=list)
 
 
 @dataclass
@@ -94,11 +98,14 @@ class RLLoop:
         self.probing: set[str] = set()
         self.counters = _Counters()
         self.bugs: list[BaseException] = []
+        self.published: Path | None = None  # the newest weights file
 
     # ------------------------------------------------------------------ the loop
     async def run(self) -> list[UpdateMetrics]:
         parts, records = self.parts, []
         try:
+            if parts.pool_eval is not None:
+                parts.pool_eval.resume(parts.resume_pool_evals)
             for task_id, seed in parts.resume_groups:
                 n = parts.config.deck.rollouts_per_group
                 self._launch(GroupJob(parts.tasks[task_id], n, seed=seed))
@@ -111,8 +118,14 @@ class RLLoop:
                 if record is None:
                     break
                 records.append(record)
+            # The look-ahead batch will never train: stop it before the last evaluations run.
+            await self._cancel_inflight()
+            if parts.pool_eval is not None:
+                await parts.pool_eval.finish()
         finally:
             await self._cancel_inflight()
+            if parts.pool_eval is not None:
+                await parts.pool_eval.cancel()
         return records
 
     async def _update(self) -> UpdateMetrics | None:
@@ -143,6 +156,8 @@ class RLLoop:
             record, trainer_world_size=parts.trainer.world_size, step_started=step_began
         )
         cursor = parts.log.append(record)
+        if parts.pool_eval is not None and self.published is not None:
+            parts.pool_eval.after_update(stats.step, version, self.published)
         if parts.trainer.steps % cfg.run.checkpoint_every == 0 or (
             parts.trainer.steps == cfg.run.updates
         ):
@@ -259,6 +274,7 @@ class RLLoop:
         weights_dir = parts.run.root / "weights"
         # in process: written here; remote: rank 0 already wrote it during the step
         path = await parts.trainer.weights_file(version, weights_dir)
+        self.published = path
         engine = parts.config.engine
         await parts.router.refresh(
             str(path),
@@ -279,6 +295,9 @@ class RLLoop:
         pending = [
             [job.task.instance_id, job.seed] for job in self.inflight.values() if not job.probe
         ]
+        extras: dict[str, Any] = {"inflight_groups": pending, "launched": parts.launched}
+        if parts.pool_eval is not None:
+            extras["pool_eval_pending"] = parts.pool_eval.pending()
         if isinstance(parts.trainer, RemoteTrainer):
             # The trainer's sharded checkpoint (its own directory), then the loop's state.
             from arctic_swe.distributed import save_loop_state
@@ -290,7 +309,7 @@ class RLLoop:
                 step=parts.trainer.steps,
                 version=version,
                 metrics_lines=cursor,
-                extras={"inflight_groups": pending, "launched": parts.launched},
+                extras=extras,
                 trainer_checkpoint=sharded,
                 keep=parts.config.run.keep_checkpoints,
             )
@@ -302,7 +321,7 @@ class RLLoop:
             parts.deck,
             version=version,
             metrics_lines=cursor,
-            extras={"inflight_groups": pending, "launched": parts.launched},
+            extras=extras,
             keep=parts.config.run.keep_checkpoints,
             tokenizer=parts.tokenizer,
         )
@@ -360,6 +379,7 @@ class RLLoop:
             engines_up=sum(e.state is EngineState.UP for e in parts.router.snapshot().engines),
             engine_groups=dict(sorted(self.counters.engine_groups.items())),
             lag_token_mean=lag.mean_token_lag,  # per token: versions change inside turns
+            replay_adjusted=_finite(adjusted.replay_adjusted, _finite(adjusted.value, -1.0)),
         )
 
 

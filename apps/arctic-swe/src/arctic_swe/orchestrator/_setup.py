@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from arctic_swe.distributed import (
     TrainerHandle,
     load_loop_state,
 )
+from arctic_swe.evaluate import recipe_harness
 from arctic_swe.harness import HarnessConfig, episode_format
 from arctic_swe.metrics import MetricsLog
 from arctic_swe.model import CheckpointError
@@ -38,6 +39,7 @@ from arctic_swe.orchestrator._engines import (
 )
 from arctic_swe.orchestrator._engines import torch_engine as _torch_engine
 from arctic_swe.orchestrator._loop import Components
+from arctic_swe.orchestrator._pool_eval import PoolEvaluator
 from arctic_swe.trainer import (
     Restored,
     ResumeError,
@@ -184,6 +186,8 @@ async def open_components(
                 resume_groups=start.resume_groups,
                 launched=start.launched,
                 engines=engines,
+                pool_eval=_pool_evaluator(config, run, tasks, inputs, log, backend),
+                resume_pool_evals=start.pool_evals,
             )
     finally:
         if isinstance(trainer, RemoteTrainer):
@@ -199,6 +203,7 @@ class _Start:
     version: int
     resume_groups: list[tuple[str, int | None]]
     launched: int
+    pool_evals: list[tuple[int, int]] = field(default_factory=list)  # (step, version) pending
 
 
 def _starting_point(
@@ -215,7 +220,9 @@ def _starting_point(
         raise SetupError(f"checkpoint {latest} was taken on a different task pool")
     resume_groups, launched = _inflight(restored.extras)
     log.truncate(restored.metrics_lines)
-    return _Start(restored.deck, restored.version, resume_groups, launched)
+    pending = [(int(step), int(version))
+               for step, version in restored.extras.get("pool_eval_pending", [])]  # fmt: skip
+    return _Start(restored.deck, restored.version, resume_groups, launched, pending)
 
 
 @asynccontextmanager
@@ -292,6 +299,25 @@ def _check_remote_version(trainer: TrainerHandle, version: int) -> None:
             f"starts from version {version}: start a fresh trainer for a new run, or the "
             "trainer with --resume on the run directory for a resumed one"
         )
+
+
+def _pool_evaluator(
+    config: RunConfig,
+    run: RunDir,
+    tasks: dict[str, TaskSpec],
+    inputs: Inputs,
+    log: MetricsLog,
+    backend: Backend | None,
+) -> PoolEvaluator | None:
+    """The measured pool evaluation (``run.pool_eval_every > 0``) with the run's episode
+    budgets under the recipe's gate (:func:`arctic_swe.evaluate.recipe_harness`) and its own
+    sandboxes on the run's backend."""
+    if config.run.pool_eval_every <= 0:
+        return None
+    return PoolEvaluator(
+        config, run, list(tasks.values()), inputs.policy_dir, recipe_harness(config), log,
+        backend or sandbox_backend(config.sandbox.backend),
+    )  # fmt: skip
 
 
 def _inflight(extras: dict[str, Any]) -> tuple[list[tuple[str, int | None]], int]:

@@ -1,0 +1,197 @@
+"""Tests for ``arctic_swe.orchestrator._pool_eval``: the measured pool success of a real run
+equals an independent ``arctic-swe evaluate``-path evaluation of the same weights with the same
+seeds; the evaluator pins the version it was given; a pending evaluation survives a crash.
+
+Real parts: a three-task procedural deck, a random-init tiny policy (its episodes end at the first
+turn, so each rollout is one 16-token turn), namespace sandboxes, the real loop and trainer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import MISSING, fields
+from pathlib import Path
+
+import pytest
+import torch
+
+from arctic_swe._cli import main
+from arctic_swe.chat import save_tokenizer, train_tokenizer
+from arctic_swe.config import RunConfig, apply_overrides, prepare_run_dir
+from arctic_swe.deck import DeckConfig, load_deck, write_deck
+from arctic_swe.evaluate import evaluate_policy, recipe_harness
+from arctic_swe.harness import TINY_HARNESS
+from arctic_swe.metrics import MetricsLog, UpdateMetrics
+from arctic_swe.model import policy_config, save_policy
+from arctic_swe.orchestrator import Inputs, run_overfit
+from arctic_swe.orchestrator._pool_eval import PoolEvalJob, PoolEvaluator
+from arctic_swe.trainer import build_fp32_policy, latest_checkpoint
+from arctic_swe.warmstart._corpus import deck_corpus
+from swe_sandbox import NamespaceBackend
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("unshare") is None,
+    reason="the namespace sandbox needs root and unshare",
+)
+
+BASE = [
+    "run.seed=7",
+    "run.updates=2",
+    "run.pool_eval_every=1",
+    "run.pool_eval_samples=2",
+    "run.pool_eval_workers=2",
+    "deck.pool_size=3",
+    "deck.groups_per_update=1",
+    "deck.rollouts_per_group=2",
+    "deck.replay_size=0",
+    "engine.capacity=4",
+    "engine.max_resident=4",
+    "engine.max_new_tokens=16",
+    "harness.max_tokens=2048",
+    "harness.sandboxes=2",
+    "metrics.live=false",
+    "metrics.plots=false",
+    "trainer.micro_batch_rollouts=2",
+]
+
+
+@pytest.fixture(autouse=True)
+def one_thread() -> Iterator[None]:
+    """The loop's default (``--threads 1``); `arctic-swe evaluate --threads 1` matches it."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> Inputs:
+    root = tmp_path_factory.mktemp("pool")
+    deck = write_deck(
+        root / "deck", DeckConfig(seed=3, pool_size=3, heldout_size=0, warmstart_size=0)
+    )
+    tokenizer = train_tokenizer(deck_corpus(deck, TINY_HARNESS), 512)
+    for seed in (0, 1):  # two policies with different weights (the second for version pinning)
+        model = build_fp32_policy(
+            policy_config(len(tokenizer), pad_token_id=tokenizer.pad_token_id), seed=seed
+        )
+        save_tokenizer(tokenizer, save_policy(model, root / f"policy-{seed}"))
+    return Inputs(root / "deck", root / "policy-0")
+
+
+def _config(*extra: str) -> RunConfig:
+    return apply_overrides(RunConfig(), [*BASE, *extra])
+
+
+def _independent(inputs: Inputs, config: RunConfig, policy: Path) -> tuple[float, str]:
+    """``arctic-swe evaluate``'s function on ``policy`` with the run's seed and sizes."""
+    tasks = [t.spec for t in load_deck(inputs.deck_dir).split("pool")[: config.deck.pool_size]]
+    result = evaluate_policy(
+        policy, tasks, samples=config.run.pool_eval_samples, seed=config.run.seed,
+        workers=config.run.pool_eval_workers, harness=recipe_harness(config),
+    )  # fmt: skip
+    return result.rate, result.digest
+
+
+def _evaluated(run_metrics: Path) -> list[UpdateMetrics]:
+    return [r for r in MetricsLog(run_metrics).read() if r.pool_eval_rollouts > 0]
+
+
+def test_pool_success_equals_an_independent_evaluation(inputs: Inputs, tmp_path: Path) -> None:
+    """The final evaluation of a real run equals ``arctic-swe evaluate RUN`` (its latest
+    checkpoint: the same weights) with the run's seed, samples and workers."""
+    config = _config()
+    run = prepare_run_dir(tmp_path / "run", config, resume=False)
+    result = run_overfit(config, run, inputs)
+    measured = _evaluated(run.metrics)
+    evaluated = [(r.step, r.pool_eval_step, r.pool_eval_version) for r in measured]
+    assert evaluated == [(1, 1, 1), (2, 2, 2)]
+    assert all(r.pool_eval_rollouts == 3 * 2 for r in measured)
+    assert all(r.pool_success_low <= r.pool_success <= r.pool_success_high for r in measured)
+    assert all(r.replay_adjusted >= 0 for r in result.records)
+    final = json.loads((run.root / "pool_eval" / "step-2.json").read_text())
+    assert not list((run.root / "pool_eval").glob("*.safetensors"))  # links removed once recorded
+    assert latest_checkpoint(run.checkpoints) == run.checkpoints / "step-2"
+    out = tmp_path / "eval.jsonl"
+    argv = ["evaluate", str(run.root), "--deck", str(inputs.deck_dir), "--seed", "7",
+            "--samples", "2", "--workers", "2", "--threads", "1", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    (line,) = [json.loads(text) for text in out.read_text().splitlines()]
+    assert (line["rollouts"], line["rate"]) == (6, measured[-1].pool_success)
+    assert line["digest"] == final["digest"]  # the very same rollouts, token for token
+    assert line["per_task"] == final["per_task"]
+    assert result.summary is not None
+    assert result.summary.pool is not None
+
+
+def test_the_evaluator_pins_the_version_it_was_given(inputs: Inputs, tmp_path: Path) -> None:
+    """Two different weight files, evaluated in the background while another is queued:
+    each result is that file's own independent evaluation (not the newest weights')."""
+    config = _config()
+    run = prepare_run_dir(tmp_path / "run", config, resume=False)
+    log = MetricsLog(run.metrics)
+    for step in (1, 2):
+        log.append(_blank(step))
+    tasks = [t.spec for t in load_deck(inputs.deck_dir).split("pool")[:3]]
+    evaluator = PoolEvaluator(config, run, tasks, inputs.policy_dir, recipe_harness(config), log,
+                              NamespaceBackend())  # fmt: skip
+    files = [inputs.policy_dir.parent / f"policy-{s}" / "model.safetensors" for s in (0, 1)]
+
+    async def both() -> None:
+        evaluator.launch(PoolEvalJob(1, 1, files[0]))
+        evaluator.launch(PoolEvalJob(2, 2, files[1]))
+        assert evaluator.pending() == [[1, 1], [2, 2]]
+        await evaluator.finish()
+
+    asyncio.run(both())
+    lines = _evaluated(run.metrics)
+    digests = [
+        json.loads((run.root / "pool_eval" / f"step-{s}.json").read_text())["digest"]
+        for s in (1, 2)
+    ]
+    assert digests[0] != digests[1]
+    for line, digest, seed in zip(lines, digests, (0, 1), strict=True):
+        policy = inputs.policy_dir.parent / f"policy-{seed}"
+        assert _independent(inputs, config, policy) == (line.pool_success, digest)
+
+
+@pytest.mark.slow
+def test_a_pending_evaluation_is_redone_after_a_crash(inputs: Inputs, tmp_path: Path) -> None:
+    config = _config()
+    run = prepare_run_dir(tmp_path / "run", config, resume=False)
+
+    class CrashError(Exception):
+        pass
+
+    def crash(record: UpdateMetrics) -> None:
+        raise CrashError  # right after update 1's checkpoint, its evaluation still running
+
+    with pytest.raises(CrashError):
+        run_overfit(config, run, inputs, on_update=crash)
+    state = json.loads((run.checkpoints / "step-1" / "state.json").read_text())
+    assert state["extras"]["pool_eval_pending"] == [[1, 1]]
+    assert not _evaluated(run.metrics)
+    run_overfit(config, run, inputs, resume=True)
+    measured = _evaluated(run.metrics)
+    assert [r.step for r in measured] == [1, 2]
+    assert [r.step for r in MetricsLog(run.metrics).read()] == [1, 2]
+    straight = prepare_run_dir(tmp_path / "straight", config, resume=False)
+    run_overfit(config, straight, inputs)
+    assert [r.pool_success for r in measured] == [
+        r.pool_success for r in _evaluated(straight.metrics)
+    ]
+
+
+_INTS = ("lag_max", "stale_dropped", "dropped_rollouts", "requeued_groups", "groups",
+         "rollouts", "trainable_tokens", "generated_tokens", "retired", "active_tasks")  # fmt: skip
+
+
+def _blank(step: int) -> UpdateMetrics:
+    """A metrics line with every figure zero (the evaluator only amends it)."""
+    names = {f.name for f in fields(UpdateMetrics) if f.default is MISSING} - {"step", "version"}
+    values = {name: 0 if name in _INTS else 0.0 for name in names}
+    return UpdateMetrics(step=step, version=step, **values)
