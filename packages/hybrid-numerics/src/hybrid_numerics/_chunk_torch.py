@@ -21,6 +21,10 @@ the state gradient, every weight gradient batched after it); the state-independe
 through autograd (``solve_triangular``, ``cumsum`` and matmuls are all differentiable). Together
 they yield dq, dk, dv, dg, dbeta and d initial_state. The torch path's chunk length depends on
 the head dim (:func:`torch_chunk_size`): ``[C, C]`` work dominates at small heads.
+
+The building blocks (pairwise decay, UT inverse, flushed exp) live in :mod:`._chunk_torch_ops`,
+the scan and its backward in :mod:`._chunk_torch_scan`; the decode step (``T = 1``) in
+:mod:`._decode_torch`.
 """
 
 from __future__ import annotations
