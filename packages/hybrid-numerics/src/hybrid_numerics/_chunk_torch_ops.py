@@ -65,7 +65,7 @@ def _pairwise_decay(gamma: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     decay = torch.empty((*gamma.shape, C), dtype=dtype, device=gamma.device)
     torch.sub(gamma[..., :, None], gamma[..., None, :], out=decay)
     decay.add_(_upper_minus_inf(C, dtype, gamma.device)).clamp_(floor, 0.0).exp_()
-    return torch.nn.functional.threshold_(decay, _exp_floor(dtype), 0.0)
+    return torch.nn.functional.threshold(decay, _exp_floor(dtype), 0.0, inplace=True)
 
 
 @functools.lru_cache(maxsize=16)
