@@ -15,6 +15,7 @@ from typing import Literal
 import torch
 
 from hybrid_numerics._chunk_torch import chunk_torch, compute_dtype
+from hybrid_numerics._decode_torch import decode_torch
 from hybrid_numerics._errors import GDNInputError
 from hybrid_numerics._gate import gdn_gate
 from hybrid_numerics._precision_flags import ieee_fp32
@@ -212,6 +213,14 @@ def _dispatch(
             state_indices=state_indices,
             needs_grad=needs_grad,
         )
+    if mode == "recurrent" and shapes.T == 1 and cu_seqlens is None and not needs_grad:
+        # The engine's decode step: its own few-pass path, cache slots updated in place.
+        o, final = decode_torch(
+            q, k, v, g, beta, shapes, scale=scale_value, initial_state=initial_state,
+            state_cache=state_cache, state_indices=state_indices, all_live=all_live,
+            output_final_state=output_final_state, use_qk_l2norm=use_qk_l2norm,
+        )  # fmt: skip
+        return o.to(v.dtype), final
     if use_cache:
         assert state_cache is not None
         assert state_indices is not None

@@ -21,6 +21,10 @@ the state gradient, every weight gradient batched after it); the state-independe
 through autograd (``solve_triangular``, ``cumsum`` and matmuls are all differentiable). Together
 they yield dq, dk, dv, dg, dbeta and d initial_state. The torch path's chunk length depends on
 the head dim (:func:`torch_chunk_size`): ``[C, C]`` work dominates at small heads.
+
+The building blocks (pairwise decay, UT inverse, flushed exp) live in :mod:`._chunk_torch_ops`,
+the scan and its backward in :mod:`._chunk_torch_scan`; the decode step (``T = 1``) in
+:mod:`._decode_torch`.
 """
 
 from __future__ import annotations
@@ -30,7 +34,14 @@ from dataclasses import dataclass
 
 import torch
 
-from hybrid_numerics._precision_flags import ieee_fp32, state_bmm
+from hybrid_numerics._chunk_torch_ops import (
+    _exp_flushed,
+    _inv_norm,
+    _PairwiseDecay,
+    _UnitLowerInverse,
+)
+from hybrid_numerics._chunk_torch_scan import _Scan, _scan_states  # noqa: F401 (_Scan: imported from here)
+from hybrid_numerics._precision_flags import state_bmm
 from hybrid_numerics._validate import GDNShapes
 from hybrid_numerics._varlen import run_grouped, seq_bounds
 from hybrid_numerics.reference import l2norm
@@ -202,7 +213,11 @@ def _chunk_batched(
         x is not None and x.requires_grad for x in (q, k, v, g, beta, initial_state)
     )
     per_token = B * (2 * shapes.H * shapes.K + shapes.HV * shapes.V)
-    step = max(1, BLOCK_ELEMENTS // (per_token * C)) * C
+    # Blocks of equal length (whole chunks, at most the budget): 2048 tokens at 672 per block
+    # would leave a last block of 32, whose fixed per-block cost buys almost nothing.
+    NC = -(-T // C)
+    per_block = max(1, BLOCK_ELEMENTS // (per_token * C))
+    step = -(-NC // -(-NC // per_block)) * C
     if needs_grad or step >= T:
         o, final = _chunk_block(q, k, v, g, beta, shapes, scale, initial_state, use_qk_l2norm, C)
         return o.reshape(B, -1, shapes.HV, shapes.V)[:, :T], final
@@ -273,14 +288,26 @@ def _state_free_terms(
     use_qk_l2norm: bool,
     C: int,
 ) -> tuple[torch.Tensor, ...]:
-    """``u, w, kd, chunk_decay, attn, qd`` in the chunk-major layout (compute-dtype inputs)."""
+    """``u, w, kd, chunk_decay, attn, qd`` in the chunk-major layout (compute-dtype inputs).
+
+    k and q are stacked per chunk (``[NC, B*H, 2, C, K]``, rows k then q): one re-layout copy,
+    one norm, one scaling pass, and one product ``[K; Q] K^T`` for the UT system's scores and
+    the output's, multiplied by the decay in one pass (the q rows are ``attn``, a view)."""
     cd = q.dtype
     B, T = q.shape[0], q.shape[1]
     H, G, K = shapes.H, shapes.group, shapes.K
     NC = -(-T // C)
-    # The scale rides on the l2norm's per-row factor: one pass over q instead of two.
-    qc = _chunk_major(q * (_inv_norm(q) * scale) if use_qk_l2norm else q * scale, NC, C, 1)
-    kc = _chunk_major(k * _inv_norm(k) if use_qk_l2norm else k, NC, C, 1)  # [NC, BH, 1, C, K]
+    BH = B * H
+    kq = torch.stack((_chunk_view(k, NC, C), _chunk_view(q, NC, C)), dim=3).view(NC, BH, 2, C, K)
+    factor = _row_scale(scale, cd, q.device)  # [2, 1, 1]: 1 for the k rows, scale for the q rows
+    if use_qk_l2norm:  # the scale rides on the l2norm's per-row factor: one pass, not two
+        factor = _inv_norm(kq) * factor
+    kq = kq * factor if kq.requires_grad and torch.is_grad_enabled() else kq.mul_(factor)
+    kq3 = kq.view(NC * BH, 2 * C, K)
+    # unbind, not slices: its backward is one stack, where every slice's backward is a
+    # zero-filled full-size buffer that autograd then adds up (measured 8 % of a fwd+bwd).
+    k_part, q_part = kq.unbind(2)  # [NC, BH, C, K] each
+    k3 = k_part.view(NC * BH, C, K)
     gc = _chunk_major(g.unsqueeze(-1), NC, C, G).squeeze(-1)  # [NC, BH, G, C]
     bc = _chunk_major(beta.unsqueeze(-1), NC, C, G).squeeze(-1)
     # In-chunk cumulative log decay and its pairwise differences in float64 (see prepare_chunks:
@@ -288,155 +315,37 @@ def _state_free_terms(
     gamma = gc.double().cumsum(-1)
     decay = _PairwiseDecay.apply(gamma, cd)  # [NC, BH, G, C, C], zero above the diagonal
     exp_gamma = _exp_flushed(gamma, cd)
-    k3 = kc.reshape(NC * B * H, C, K)
-    kt = k3.transpose(1, 2)
+    # [NC, BH, G, 2, C, C]: K K^T * D and the decayed causal scores Q K^T * D (incl. diagonal)
+    scores = torch.bmm(kq3, k3.transpose(1, 2)).view(NC, BH, 1, 2, C, C) * decay.unsqueeze(3)
+    kk_decayed, attn = scores.unbind(3)
     # The inverse reads only the strict lower triangle, so the UT system needs no tril(): the
     # diagonal of beta*KK^T*D is never referenced.
-    system = torch.bmm(k3, kt).reshape(NC, B * H, 1, C, C) * decay * bc[..., :, None]
-    inverse = _UnitLowerInverse.apply(system)
-    del system
+    inverse = _UnitLowerInverse.apply(kk_decayed * bc[..., :, None])
     inverse = inverse * bc[..., None, :]  # (I + A)^-1 diag(beta)
     u = inverse @ _chunk_major(v, NC, C, G)  # [NC, BH, G, C, V]
     # w = inverse diag(exp(gamma)) K: the decay scales the [C, C] inverse's columns (cheaper than
     # the [C, K] keys), and the G value heads stack as rows over their shared key block.
-    w = torch.bmm((inverse * exp_gamma[..., None, :]).reshape(NC * B * H, G * C, C), k3)
+    w = torch.bmm((inverse * exp_gamma[..., None, :]).reshape(NC * BH, G * C, C), k3)
     del inverse
-    w = w.reshape(NC, B * H, G, C, K)
+    w = w.reshape(NC, BH, G, C, K)
     gamma_last = gamma[..., -1:]
-    kd = kc * _exp_flushed(gamma_last - gamma, cd)[..., None]  # keys decayed to the chunk end
-    qk = torch.bmm(qc.reshape(NC * B * H, C, K), kt).reshape(NC, B * H, 1, C, C)
-    attn = qk * decay  # decayed causal scores incl. the diagonal
-    qd = qc * exp_gamma[..., None]
+    kd = k_part.unsqueeze(2) * _exp_flushed(gamma_last - gamma, cd)[..., None]  # to chunk end
+    qd = q_part.unsqueeze(2) * exp_gamma[..., None]
     return u, w, kd, _exp_flushed(gamma_last, cd), attn, qd
 
 
-class _PairwiseDecay(torch.autograd.Function):
-    """``D_ij = exp(gamma_i - gamma_j)`` for ``i >= j``, else 0, from the float64 in-chunk
-    cumulative log decay ``gamma: [..., C]``; ``D`` in the compute dtype.
-
-    The differences are rounded to FP32 only after the float64 subtraction (relative error 6e-8
-    of the difference itself, unlike the FP32 cumsum's error of the running sum), and the exp
-    runs in FP32 (several times cheaper than a float64 exp over ``[.., C, C]``). Differences
-    below ``-60`` (``D < 1e-26``; ``-600`` for float64) are set to exactly 0 with the upper
-    triangle: far below the rounding of anything they multiply, and a CPU ``exp`` is 3x slower
-    on ``-inf`` and 10-30x slower below ``-87`` (FP32 underflow and denormals), which strong
-    decays (large ``A_log``) produce for most entries of a chunk. Backward: see
-    :func:`_pairwise_decay_grad`.
-    """
-
-    @staticmethod
-    def forward(
-        ctx: torch.autograd.function.FunctionCtx, gamma: torch.Tensor, dtype: torch.dtype
-    ) -> torch.Tensor:
-        C = gamma.shape[-1]
-        floor = -600.0 if dtype == torch.float64 else -60.0
-        diff = (gamma[..., :, None] - gamma[..., None, :]).to(dtype)
-        dead = diff < floor
-        dead |= torch.ones(C, C, dtype=torch.bool, device=gamma.device).triu(1)
-        decay = diff.clamp_(floor, 0.0).exp_().masked_fill_(dead, 0.0)
-        ctx.save_for_backward(decay)
-        return decay
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(
-        ctx: torch.autograd.function.FunctionCtx, d_decay: torch.Tensor
-    ) -> tuple[torch.Tensor, None]:
-        (decay,) = ctx.saved_tensors  # type: ignore[attr-defined]
-        return _pairwise_decay_grad(d_decay * decay), None
+@functools.lru_cache(maxsize=64)
+def _row_scale(scale: float, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """``[[[1]], [[scale]]]``: multiplies the stacked (k, q) rows (read-only, cached)."""
+    return torch.tensor([[[1.0]], [[scale]]], dtype=dtype, device=device)
 
 
-def _pairwise_decay_grad(t: torch.Tensor) -> torch.Tensor:
-    """The float64 gradient wrt ``gamma`` of :class:`_PairwiseDecay`, from ``t = dD * D``.
-
-    ``D_ij = exp(sum_{j < l <= i} g_l)`` with ``g`` the per-token log decay (``gamma = cumsum(g)``),
-    so ``dD_ij / dg_k = D_ij [j < k <= i]`` and
-
-        dL/dg_k = sum_{i >= k > j} t_ij                  (the block of t straddling k)
-
-    with no cancellation. The textbook ``dgamma_i = sum_j t_ij - sum_j t_ji`` is the same in
-    exact arithmetic, but in FP32 it subtracts a row sum from a column sum that both contain the
-    diagonal ``t_ii`` (``D_ii = 1``: the largest entries of ``t`` under strong decay) and
-    neighbours that cancel again in the cumsum's backward; their rounding (~6e-8 |t_ii|) exceeded
-    the gradients of ``A_log`` / ``dt_bias`` in a model training step (5e-6 - 1.5e-1 off float64
-    there; this form: <= 2.7e-6, the same as float64 sums of the FP32 ``t``).
-
-    The block sums are one GEMM with the fixed 0/1 matrix of :func:`_straddle_matrix`
-    (``[.., C*C] x [C*C, C]``; 2 C^3 flops, but a single contiguous product: measured 1.4 ms vs
-    0.9 ms for the two sums on 256 blocks of 64 x 64, 0.41 vs 0.48 ms on 3200 of 16 x 16).
-    Since the caller's ``gamma`` is ``cumsum(g)`` (float64 autograd), the result is returned as
-    ``dgamma_i = dg_i - dg_{i+1}`` (``dg_C = 0``): exact in float64 for FP32 ``dg``, and the
-    cumsum's backward telescopes it back to ``dg``.
-    """
-    C = t.shape[-1]
-    flat = t.reshape(-1, C * C) @ _straddle_matrix(C, t.dtype, t.device)
-    dg = flat.reshape(t.shape[:-1]).double()
-    return torch.cat((dg[..., :-1] - dg[..., 1:], dg[..., -1:]), dim=-1)
-
-
-@functools.lru_cache(maxsize=8)
-def _straddle_matrix(C: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    """``M[i * C + j, k] = [j < k <= i]``, ``[C * C, C]``: ``t.flatten() @ M`` sums, for each
-    ``k``, the entries of ``t`` whose decay ``D_ij`` contains ``g_k``."""
-    r = torch.arange(C, device=device)
-    i, j, k = r[:, None, None], r[None, :, None], r[None, None, :]
-    return ((j < k) & (k <= i)).to(dtype).reshape(C * C, C)
-
-
-class _UnitLowerInverse(torch.autograd.Function):
-    """``(I + A)^-1`` for the strict lower triangle of ``A: [..., n, n]`` (the rest is ignored).
-
-    Forward: blocked, ``[[X11, 0], [-X22 A21 X11, X22]]`` with the diagonal halves of every
-    level inverted in one batched call, down to 8 x 8 blocks solved by ``solve_triangular``.
-    Batched triangular solves of many small matrices are slow on a CPU (one LAPACK call per
-    matrix): at 256 blocks of 64 x 64 this is ~2x faster, and the backward is two batched
-    products, ``dA = -strict_lower(X^T dX X^T)``, instead of autograd's solve-based formula.
-    """
-
-    @staticmethod
-    def forward(ctx: torch.autograd.function.FunctionCtx, a: torch.Tensor) -> torch.Tensor:
-        x = _unit_lower_inverse(a.detach())
-        ctx.save_for_backward(x)
-        return x
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx: torch.autograd.function.FunctionCtx, dx: torch.Tensor) -> torch.Tensor:
-        (x,) = ctx.saved_tensors  # type: ignore[attr-defined]
-        xt = x.transpose(-1, -2)
-        da: torch.Tensor = (xt @ dx @ xt).neg_().tril_(-1)
-        return da
-
-
-def _unit_lower_inverse(a: torch.Tensor, base: int = 8) -> torch.Tensor:
-    n = a.shape[-1]
-    if n <= base or n % 2:
-        eye = torch.eye(n, dtype=a.dtype, device=a.device)
-        x: torch.Tensor = torch.linalg.solve_triangular(a, eye, upper=False, unitriangular=True)
-        return x
-    m = n // 2
-    halves = _unit_lower_inverse(torch.stack((a[..., :m, :m], a[..., m:, m:])), base)
-    x = a.new_zeros(a.shape)
-    x[..., :m, :m] = halves[0]
-    x[..., m:, m:] = halves[1]
-    torch.matmul(-(halves[1] @ a[..., m:, :m]), halves[0], out=x[..., m:, :m])
-    return x
-
-
-def _exp_flushed(log_x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """``exp(log_x)`` in ``dtype`` with factors below ``exp(-60)`` (``exp(-600)`` in float64)
-    set to exactly 0, as in :class:`_PairwiseDecay`. Strong decays otherwise leave FP32
-    denormals in the decayed keys / queries and the chunk decay, and every product that touches
-    a denormal on a CPU is an order of magnitude slower (measured: the scan's state decay and the
-    key/query scaling took 4-10x longer at the app's gate parameters)."""
-    floor = -600.0 if dtype == torch.float64 else -60.0
-    return log_x.exp().to(dtype).masked_fill(log_x < floor, 0.0)
-
-
-def _inv_norm(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
-    """``rsqrt(sum(x**2) + eps)`` over the last dim (the factor of :func:`l2norm`)."""
-    # vector_norm reads x once (no [.., D] temporary of squares, unlike (x * x).sum()).
-    return torch.rsqrt(torch.linalg.vector_norm(x, dim=-1, keepdim=True).square() + eps)
+def _chunk_view(x: torch.Tensor, NC: int, C: int) -> torch.Tensor:
+    """``[B, T, heads, D]`` -> a ``[NC, B, heads, C, D]`` view (zero-padded at the end: a copy)."""
+    B, T, heads, D = x.shape
+    if NC * C != T:
+        x = torch.nn.functional.pad(x, (0, 0, 0, 0, 0, NC * C - T))
+    return x.reshape(B, NC, C, heads, D).permute(1, 0, 3, 2, 4)
 
 
 def _chunk_major(x: torch.Tensor, NC: int, C: int, G: int) -> torch.Tensor:
@@ -454,122 +363,3 @@ def _to_chunks(x: torch.Tensor, pad: int, NC: int, C: int) -> torch.Tensor:
     if pad:
         x = torch.nn.functional.pad(x, (0, 0, 0, pad))
     return x.reshape(x.shape[0], x.shape[1], NC, C, x.shape[-1])
-
-
-def _scan_states(
-    u: torch.Tensor,
-    w: torch.Tensor,
-    kd: torch.Tensor,
-    chunk_decay: torch.Tensor,
-    initial_state: torch.Tensor | None,
-    K: int,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The only sequential part: per chunk ``fresh = u - w S`` then
-    ``S <- exp(c_C) S + Kd^T fresh``, on chunk-major ``[NC, N, C, D]`` terms (N = B*HV).
-    Returns the states entering each chunk ``[NC, N, K, V]`` (FP32), the final state
-    ``[N, K, V]`` (its own tensor) and ``fresh: [NC, N, C, V]``."""
-    NC, C, V = u.shape[0], u.shape[-2], u.shape[-1]
-    u, w, kd = u.reshape(NC, -1, C, V), w.reshape(NC, -1, C, K), kd.reshape(NC, -1, C, K)
-    N = u.shape[1]
-    decay = chunk_decay.reshape(NC, N, 1, 1)
-    if initial_state is None:
-        state = u.new_zeros(N, K, V)
-    else:
-        state = initial_state.to(u.dtype).reshape(N, K, V)
-    if not (torch.is_grad_enabled() and any(t.requires_grad for t in (u, w, kd, decay, state))):
-        states, fresh = _scan_inplace(u, w, kd, decay, state)
-        # A copy, not a view: a view would keep all NC + 1 states alive as long as the caller
-        # holds the final state.
-        return states[:NC], states[NC].clone(), fresh
-    entering, final, fresh = _Scan.apply(u, w, kd, decay, state)
-    return entering, final, fresh
-
-
-class _Scan(torch.autograd.Function):
-    """The chunk scan with a hand-written backward.
-
-    Autograd through the per-chunk loop records three ops per chunk and, in backward, computes
-    every weight gradient inside the sequential loop (small products, one launch each, plus the
-    stack/unbind copies). Only the state gradient is sequential: walking the chunks backwards,
-
-        dfresh_c = dfresh_c(ext) + Kd_c dS_{c+1}
-        dS_c     = dS_c(ext) + a_c dS_{c+1} - W_c^T dfresh_c
-
-    and everything else is one batched product after the loop: ``du = dfresh``,
-    ``dW = -dfresh S^T``, ``dKd = fresh dS_{+1}^T``, ``da = <S, dS_{+1}>``.
-    """
-
-    @staticmethod
-    def forward(
-        ctx: torch.autograd.function.FunctionCtx,
-        u: torch.Tensor,
-        w: torch.Tensor,
-        kd: torch.Tensor,
-        decay: torch.Tensor,
-        state: torch.Tensor,
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        with torch.no_grad():
-            states, fresh = _scan_inplace(u, w, kd, decay, state)
-        # Entering states and the final state as separate outputs: their gradients then arrive
-        # separately, instead of autograd zero-filling an [NC + 1, ...] buffer to sum them into.
-        entering, final = states[:-1], states[-1].clone()
-        ctx.save_for_backward(w, kd, decay, entering, fresh)
-        return entering, final, fresh
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(
-        ctx: torch.autograd.function.FunctionCtx,
-        d_entering: torch.Tensor,
-        d_final: torch.Tensor,
-        d_fresh: torch.Tensor,
-    ) -> tuple[torch.Tensor, ...]:
-        with ieee_fp32(d_final.is_cuda):
-            return _scan_backward(ctx.saved_tensors, d_entering, d_final, d_fresh)  # type: ignore[attr-defined]
-
-
-def _scan_backward(
-    saved: tuple[torch.Tensor, ...],
-    d_entering: torch.Tensor,
-    d_final: torch.Tensor,
-    d_fresh: torch.Tensor,
-) -> tuple[torch.Tensor, ...]:
-    """The body of :meth:`_Scan.backward` (see there)."""
-    w, kd, decay, states, fresh = saved
-    NC, N, C, V = fresh.shape
-    K = w.shape[-1]
-    # d_s[c]: total gradient of the state entering chunk c (d_s[NC]: of the final state)
-    d_s = torch.empty(NC + 1, N, K, V, dtype=fresh.dtype, device=fresh.device)
-    d_s[NC].copy_(d_final)
-    d_fresh_total = torch.empty_like(fresh)
-    # <S_c, dS_{c+1}> per chunk, inside the loop: a batched dot product after it would need
-    # an [NC, N, K, V] temporary (fresh memory, i.e. page faults, on a CPU).
-    d_decay = fresh.new_empty(NC, N)
-    for c in range(NC - 1, -1, -1):
-        torch.linalg.vecdot(states[c].reshape(N, K * V), d_s[c + 1].reshape(N, K * V),
-                            out=d_decay[c])  # fmt: skip
-        torch.baddbmm(d_fresh[c], kd[c], d_s[c + 1], out=d_fresh_total[c])
-        torch.mul(d_s[c + 1], decay[c], out=d_s[c])
-        d_s[c].add_(d_entering[c])
-        d_s[c].baddbmm_(w[c].transpose(1, 2), d_fresh_total[c], alpha=-1.0)
-    flat_fresh = d_fresh_total.reshape(NC * N, C, V)
-    d_w = torch.bmm(flat_fresh, states.reshape(NC * N, K, V).transpose(1, 2))
-    d_kd = torch.bmm(fresh.reshape(NC * N, C, V), d_s[1:].reshape(NC * N, K, V).transpose(1, 2))
-    d_decay = d_decay.reshape(NC, N, 1, 1)
-    return d_fresh_total, d_w.neg_().reshape(w.shape), d_kd.reshape(kd.shape), d_decay, d_s[0]
-
-
-def _scan_inplace(
-    u: torch.Tensor, w: torch.Tensor, kd: torch.Tensor, decay: torch.Tensor, state: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The scan without autograd: states and corrections written straight into preallocated
-    buffers (no per-chunk temporaries, no final stack copy)."""
-    NC, N, V = u.shape[0], u.shape[1], u.shape[-1]
-    states = u.new_empty(NC + 1, N, state.shape[1], V)
-    states[0].copy_(state)
-    fresh = torch.empty_like(u)
-    for c in range(NC):
-        torch.baddbmm(u[c], w[c], states[c], alpha=-1.0, out=fresh[c])
-        torch.mul(states[c], decay[c], out=states[c + 1])
-        states[c + 1].baddbmm_(kd[c].transpose(1, 2), fresh[c])
-    return states, fresh

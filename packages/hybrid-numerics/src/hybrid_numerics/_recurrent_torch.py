@@ -76,7 +76,7 @@ def _recurrent_batched(
     kq = torch.stack((k, q), dim=3).to(cd)  # [B, T, H, 2, K]: rows k_t, q_t
     row_scale = _row_scale(scale, cd, q.device)
     kq = kq * (_inv_norm(kq) * row_scale if use_qk_l2norm else row_scale)
-    qk = (kq[..., 0, :] * kq[..., 1, :]).sum(-1)  # [B, T, H]
+    qk = torch.linalg.vecdot(kq[..., 0, :], kq[..., 1, :])  # [B, T, H]
     if initial_state is None:
         state = kq.new_zeros(N, K, V)
     else:
@@ -84,18 +84,23 @@ def _recurrent_batched(
     if T == 1:  # the engine's step: [B, 1, ...] is already in per-matrix order, no re-layout
         kq1 = kq.reshape(B, H, 1, 2, K).expand(B, H, G, 2, K).reshape(N, 2, K)
         qk1 = qk.reshape(B, H, 1).expand(B, H, G).reshape(N, 1)
-        o, state = _step(kq1, qk1, g.to(cd).reshape(N, 1), beta.to(cd).reshape(N, 1),
+        o, state = _step(kq1, qk1, g.to(cd).reshape(N, 1).exp(), beta.to(cd).reshape(N, 1),
                          v.to(cd).reshape(N, V), state)  # fmt: skip
         return o.reshape(B, 1, H * G, V), state.reshape(B, H * G, K, V)
     # -> [N, T, 2, K] and [N, T, 1]: each q/k head broadcast to its G value heads.
     kq = kq.permute(0, 2, 1, 3, 4)[:, :, None].expand(B, H, G, T, 2, K).reshape(N, T, 2, K)
     qk = qk.transpose(1, 2)[:, :, None, :].expand(B, H, G, T).reshape(N, T, 1)
-    g_n = _per_matrix(g.to(cd)).unsqueeze(-1)  # [N, T, 1]
+    a_n = _per_matrix(g.to(cd)).unsqueeze(-1).exp()  # [N, T, 1]
     beta_n = _per_matrix(beta.to(cd)).unsqueeze(-1)
     v_n = _per_matrix(v.to(cd))  # [N, T, V]
+    grad = torch.is_grad_enabled() and any(x.requires_grad for x in (kq, a_n, beta_n, v_n, state))
+    # Without autograd the first step writes a new buffer (the caller's state is not modified)
+    # and every later one updates that buffer in place.
+    new = None if grad else torch.empty_like(state)
     outputs = []
     for t in range(T):
-        o_t, state = _step(kq[:, t], qk[:, t], g_n[:, t], beta_n[:, t], v_n[:, t], state)
+        o_t, state = _step(kq[:, t], qk[:, t], a_n[:, t], beta_n[:, t], v_n[:, t], state, new)
+        new = None if grad else state
         outputs.append(o_t)
     o = torch.stack(outputs, dim=1).reshape(B, H * G, T, V).transpose(1, 2)
     return o, state.reshape(B, H * G, K, V)
@@ -104,19 +109,30 @@ def _recurrent_batched(
 def _step(
     kq: torch.Tensor,
     qk: torch.Tensor,
-    g: torch.Tensor,
+    a: torch.Tensor,
     beta: torch.Tensor,
     v: torch.Tensor,
     state: torch.Tensor,
+    new: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """One token for N state matrices: rows ``kq: [N, 2, K]`` (k, scaled q), ``qk, g, beta:
-    [N, 1]``, ``v: [N, V]``, ``state: [N, K, V]`` -> output ``[N, V]`` and the new state."""
-    a = g.exp()
-    read = torch.bmm(kq, state)  # [N, 2, V]: k^T S and q^T S
-    correction = beta * (v - a * read[:, 0])
-    out = torch.addcmul(a * read[:, 1], qk, correction)
-    new = torch.mul(state, a[:, :, None])
-    new.baddbmm_(kq[:, 0, :, None], correction[:, None, :])
+    """One token for N state matrices: rows ``kq: [N, 2, K]`` (k, scaled q), ``qk`` (q . k),
+    ``a`` (the decay ``exp(g)``), ``beta: [N, 1]``, ``v: [N, V]``, ``state: [N, K, V]`` ->
+    output ``[N, V]`` and the new state ``a S + k c^T``. ``new``: the buffer that receives the
+    new state (``state`` itself: in place; the read comes first); ``None``: out of place, for
+    autograd. Both variants do the same arithmetic (decode steps equal one long run bit for bit).
+    """
+    read = torch.bmm(kq, state)  # [N, 2, V]: k^T S and q^T S, the old state read once
+    if new is None:
+        correction = torch.addcmul(v, a, read[:, 0], value=-1.0) * beta
+        out = torch.addcmul(read[:, 1] * a, qk, correction)
+        decayed = state * a[:, :, None]
+        return out, torch.addcmul(decayed, kq[:, 0, :, None], correction[:, None, :])
+    correction = torch.addcmul(v, a, read[:, 0], value=-1.0).mul_(beta)
+    out = torch.addcmul(read[:, 1].mul_(a), qk, correction)
+    torch.mul(state, a[:, :, None], out=new)
+    # The rank-1 write as a broadcast multiply-add: one pass like baddbmm_, 0.24 vs 0.28 ms on
+    # 256 states of 64 x 64 in isolation (within the noise of a whole decode step).
+    new.addcmul_(kq[:, 0, :, None], correction[:, None, :])
     return out, new
 
 
