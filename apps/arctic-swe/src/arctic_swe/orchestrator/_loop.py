@@ -125,7 +125,7 @@ class RLLoop:
             return None
         # Completion order is timing; the batch order (hence the float sums of the step) is not.
         kept.sort(key=lambda group: (group.task_id, group.seed or 0))
-        samples = build_samples(kept)
+        samples = build_samples(kept, cfg.trainer.invalid_reward)
         step_began = time.monotonic()
         # Awaited, never blocking: the groups in flight keep generating batch k+1 meanwhile.
         stats = await parts.trainer.step(
