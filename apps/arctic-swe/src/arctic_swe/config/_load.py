@@ -255,6 +255,9 @@ def validate(config: RunConfig) -> None:
         f"must be 0.0 or -1.0 (the paper's final recipe), got {trainer.invalid_reward!r}",
     )
     _validate_trainer_kind(config)
+    metrics = config.metrics
+    _require(metrics.kl_by_layer_every >= 0, "metrics.kl_by_layer_every", "must be >= 0 (0: off)")
+    _require(metrics.kl_by_layer_tokens >= 1, "metrics.kl_by_layer_tokens", "must be >= 1")
 
 
 def _validate_trainer_kind(config: RunConfig) -> None:
