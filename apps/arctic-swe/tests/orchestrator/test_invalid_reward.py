@@ -5,6 +5,7 @@ each checked against a readable float64 reference."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 
 import pytest
 import torch
@@ -30,6 +31,16 @@ ENDINGS = ("submitted", "invalid_format", "duplicate_call", "token_budget", "tur
 SUBMIT = render_turn("Submit.", ToolCall("submit", {}))
 LS = render_turn("Look.", ToolCall("execute_bash", {"command": "ls"}))
 BROKEN = "<tool_call>\n<function=execute_bash>\n"  # unclosed envelope: invalid_format
+
+
+@pytest.fixture
+def one_thread() -> Iterator[None]:
+    """The tiny policy's ops are too small to split: one thread is faster (and far faster on
+    a loaded 2-core machine)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 def _trajectory(reward: float, termination: str) -> Trajectory:
@@ -117,6 +128,7 @@ def _reference_loss(trainer: Trainer, samples: list) -> float:
     return total / tokens
 
 
+@pytest.mark.usefixtures("one_thread")
 def test_a_gated_batch_of_real_episodes_carries_minus_one_into_the_loss(
     small_deck: Deck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
 ) -> None:
