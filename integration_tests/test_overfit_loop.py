@@ -103,7 +103,7 @@ def test_short_run_writes_every_metric_plots_and_checkpoints(world: World, tmp_p
     result = run_overfit(config, run, world.inputs)
     _assert_complete(result.records, 3)
     assert MetricsLog(run.metrics).read() == list(result.records)
-    assert {p.name for p in result.plots} == {"curves.png", "reward.png"}
+    assert {p.name for p in result.plots} == {"curves.png", "reward.png", "numerics.png"}
     assert latest_checkpoint(run.checkpoints) == run.checkpoints / "step-3"
     assert result.summary is not None
     assert result.summary.updates == 3

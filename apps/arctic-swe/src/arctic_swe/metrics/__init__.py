@@ -2,7 +2,7 @@
 
 from arctic_swe.metrics._labels import run_labels
 from arctic_swe.metrics._live import LiveDisplay, TensorBoardSink, describe
-from arctic_swe.metrics._plots import PANELS, plot_compare, plot_run
+from arctic_swe.metrics._plots import PANELS, plot_compare, plot_numerics, plot_run
 from arctic_swe.metrics._record import MetricsError, MetricsLog, UpdateMetrics
 from arctic_swe.metrics._summary import RunSummary, summarize, summary_table
 
@@ -16,6 +16,7 @@ __all__ = [
     "UpdateMetrics",
     "describe",
     "plot_compare",
+    "plot_numerics",
     "plot_run",
     "run_labels",
     "summarize",
