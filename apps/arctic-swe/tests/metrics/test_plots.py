@@ -34,15 +34,10 @@ def test_numerics_panels_plot_measured_updates_and_skip_the_rest(
 ) -> None:
     """ω quantiles every update, the layer-type audit every other one (the rest -1), and a
     run from before these fields (all -1): one figure, no error."""
-    measured = [
-        make_record(
-            i, 0.5, omega_p1=0.9, omega_p5=0.95, omega_p50=1.0, omega_p95=1.05, omega_p99=1.1,
-            omega_min=0.8, omega_max=1.3,
-            **({"kl_linear_attention": 1e-8 * i, "kl_full_attention": 0.0,
-                "kl_audit_overall": 2e-8 * i} if i % 2 else {}),
-        )  # fmt: skip
-        for i in range(1, 6)
-    ]
+    omega = {"omega_p1": 0.9, "omega_p5": 0.95, "omega_p50": 1.0, "omega_p95": 1.05,
+             "omega_p99": 1.1, "omega_min": 0.8, "omega_max": 1.3}  # fmt: skip
+    audit = {"kl_linear_attention": 1e-8, "kl_full_attention": 0.0, "kl_audit_overall": 2e-8}
+    measured = [make_record(i, 0.5, **omega, **(audit if i % 2 else {})) for i in range(1, 6)]
     old = [make_record(i, 0.3) for i in range(1, 4)]
     path = plot_numerics({"new": measured, "old": old}, tmp_path / "n.png")
     assert path.read_bytes()[:8] == PNG
