@@ -154,7 +154,7 @@ class MetricsSection:
     # Mismatch KL by layer type (Gated DeltaNet vs softmax attention, hybrid-numerics'
     # mismatch_audit) on one trained rollout: the kl_by_layer_tokens tokens after its prompt,
     # at updates 1, 1 + every, … (0 = never; in-process trainer only). Its decode loops are
-    # the cost: 64 tokens took 5 s on the loaded 2-core VM, 256 took 22 s (README).
+    # the cost: a 64-token audit took about one trainer step of the tiny batch (README).
     kl_by_layer_every: int = 4
     kl_by_layer_tokens: int = 64
 
