@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -78,11 +79,11 @@ def audit_layer_types(
 
 def numerics_figures(
     omega: Mapping[str, float], audit: LayerTypeKL | None
-) -> dict[str, float | int]:
+) -> dict[str, Any]:  # UpdateMetrics field -> float (int for kl_audit_tokens)
     """The ``UpdateMetrics`` numerics fields of one update: ``omega_<key>`` for each of
     :attr:`StepStats.omega`'s keys and, when an audit ran, its ``kl_*`` figures (fields left
     out keep the record's -1, "not measured")."""
-    figures: dict[str, float | int] = {f"omega_{key}": value for key, value in omega.items()}
+    figures: dict[str, Any] = {f"omega_{key}": value for key, value in omega.items()}
     if audit is not None:
         figures.update(
             kl_audit_overall=audit.overall,
