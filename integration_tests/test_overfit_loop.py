@@ -55,6 +55,7 @@ BASE = [
     "harness.sandboxes=4",
     "metrics.live=false",
     "trainer.micro_batch_rollouts=4",
+    "metrics.kl_by_layer_every=0",  # the layer-type audit has its own test (its cost)
 ]
 
 
@@ -103,7 +104,7 @@ def test_short_run_writes_every_metric_plots_and_checkpoints(world: World, tmp_p
     result = run_overfit(config, run, world.inputs)
     _assert_complete(result.records, 3)
     assert MetricsLog(run.metrics).read() == list(result.records)
-    assert {p.name for p in result.plots} == {"curves.png", "reward.png"}
+    assert {p.name for p in result.plots} == {"curves.png", "reward.png", "numerics.png"}
     assert latest_checkpoint(run.checkpoints) == run.checkpoints / "step-3"
     assert result.summary is not None
     assert result.summary.updates == 3
@@ -329,3 +330,39 @@ def test_a_sandbox_killed_mid_rollout_drops_that_rollout(world: World, tmp_path:
     assert sum(r.dropped_rollouts for r in result.records) == 1
     assert sum(r.rollouts for r in result.records) == 2 * 2 * 2 - 1
     assert max(r.reward for r in result.records) == 1.0  # the surviving expert rollouts solve
+
+
+def test_the_logged_layer_type_kl_is_a_direct_mismatch_audit(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each update's kl_* figures equal hybrid-numerics' mismatch_audit on the trainer's model
+    as it was audited and the first trained rollout's window; ω quantiles are logged too."""
+    import copy
+
+    import arctic_swe.orchestrator._loop as loop
+    from arctic_swe.trainer import audit_window
+    from hybrid_numerics import mismatch_audit
+
+    seen: list[tuple[object, object, int]] = []
+    audit = loop.audit_layer_types
+
+    def spy(model, sample, tokens):  # type: ignore[no-untyped-def]
+        seen.append((copy.deepcopy(model), sample, tokens))
+        return audit(model, sample, tokens)
+
+    monkeypatch.setattr(loop, "audit_layer_types", spy)
+    config = _config(
+        "run.updates=2", "metrics.kl_by_layer_every=1", "metrics.kl_by_layer_tokens=16"
+    )
+    run = prepare_run_dir(tmp_path / "run", config, resume=False)
+    records = run_overfit(config, run, world.inputs).records
+    assert len(seen) == len(records) == 2
+    for record, (model, sample, tokens) in zip(records, seen, strict=True):
+        ids, prompt_len = audit_window(sample, tokens)  # type: ignore[arg-type]
+        direct = mismatch_audit(model, ids, prompt_len=prompt_len, compare_bf16_state=False)  # type: ignore[arg-type]
+        assert record.kl_audit_overall == direct.overall
+        assert record.kl_linear_attention == direct.by_layer_type["linear_attention"]
+        assert record.kl_full_attention == direct.by_layer_type["full_attention"]
+        assert record.kl_audit_tokens == ids.shape[1] - prompt_len
+        assert 0 < record.omega_min <= record.omega_p1 <= record.omega_p50 <= record.omega_max
+    assert MetricsLog(run.metrics).read() == list(records)

@@ -119,3 +119,15 @@ def test_empty_sets_are_nan() -> None:
 )
 def test_quantile_keys(q: float, key: str) -> None:
     assert quantile_key(q) == key
+
+
+@given(
+    st.lists(st.floats(0.0, 10.0, allow_nan=False), min_size=1, max_size=60),
+    st.lists(st.floats(0.0, 1.0), min_size=1, max_size=6),
+)
+def test_public_quantiles_match_numpy(values: list[float], qs: list[float]) -> None:
+    import cispo_loss
+
+    np = pytest.importorskip("numpy")  # not a dependency of cispo-loss; torch usually brings it
+    got = [float(v) for v in cispo_loss.quantiles(torch.tensor(values, dtype=F64), tuple(qs))]
+    assert got == pytest.approx(np.quantile(np.array(values), qs).tolist(), rel=1e-12, abs=1e-12)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from arctic_swe.metrics import UpdateMetrics, plot_compare, plot_run
+from arctic_swe.metrics import UpdateMetrics, plot_compare, plot_numerics, plot_run
 
 Record = Callable[..., UpdateMetrics]
 
@@ -19,8 +19,10 @@ def test_run_and_compare_plots_are_png_files(make_record: Record, tmp_path: Path
     assert [p.name for p in paths] == [
         "curves.png",
         "reward.png",
+        "numerics.png",
         "compare_curves.png",
         "compare_reward.png",
+        "compare_numerics.png",
     ]
     for path in paths:
         assert path.read_bytes()[:8] == PNG
@@ -42,3 +44,18 @@ def test_the_pool_success_panel_and_headline_draw_the_interval(
     old = [make_record(i, 0.3) for i in range(1, 4)]  # no evaluations: no pool line, no error
     for path in plot_run(run, tmp_path / "a") + plot_compare({"new": run, "old": old}, tmp_path):
         assert path.read_bytes()[:8] == PNG
+def test_numerics_panels_plot_measured_updates_and_skip_the_rest(
+    make_record: Record, tmp_path: Path
+) -> None:
+    """ω quantiles every update, the layer-type audit every other one (the rest -1), and a
+    run from before these fields (all -1): one figure, no error."""
+    omega = {"omega_p1": 0.9, "omega_p5": 0.95, "omega_p50": 1.0, "omega_p95": 1.05,
+             "omega_p99": 1.1, "omega_min": 0.8, "omega_max": 1.3}  # fmt: skip
+    audit = {"kl_linear_attention": 1e-8, "kl_full_attention": 0.0, "kl_audit_overall": 2e-8}
+    measured = [make_record(i, 0.5, **omega, **(audit if i % 2 else {})) for i in range(1, 6)]
+    old = [make_record(i, 0.3) for i in range(1, 4)]
+    path = plot_numerics({"new": measured, "old": old}, tmp_path / "n.png")
+    assert path.read_bytes()[:8] == PNG
+    assert path.stat().st_size > 5000
+    alone = plot_numerics({"old": old}, tmp_path / "old.png")
+    assert alone.read_bytes()[:8] == PNG

@@ -11,6 +11,7 @@ from cispo_loss._config import LengthPenalty, LossConfig, RewardShaping
 from cispo_loss._errors import CispoError, ConfigError, InputError
 from cispo_loss._logprobs import TokenLogprobs, token_logprobs
 from cispo_loss._loss import LossOutput, cispo_loss, default_normalizer
+from cispo_loss._metrics import quantiles
 from cispo_loss._version import __version__
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "default_normalizer",
     "group_advantages",
     "length_penalty",
+    "quantiles",
     "shape_rewards",
     "token_logprobs",
 ]

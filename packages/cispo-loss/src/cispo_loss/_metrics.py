@@ -14,7 +14,19 @@ _NAN = float("nan")
 
 
 def quantiles(values: torch.Tensor, qs: tuple[float, ...]) -> list[torch.Tensor]:
-    """Linear-interpolation quantiles (``torch.quantile``'s default) without its size limit."""
+    """Linear-interpolation quantiles (``torch.quantile``'s and numpy's default) of a 1-D
+    tensor, without ``torch.quantile``'s input-size limit; NaN for an empty tensor.
+
+    Public so that a trainer that splits a step into micro-batches can take ω's quantiles over
+    the whole step (the per-call ``omega_p*`` metrics cannot be combined across calls).
+
+    Args:
+        values: ``[N]`` floats (e.g. ω of every trainable token of the step, float64).
+        qs: quantile levels in ``[0, 1]``.
+
+    Returns:
+        One 0-d tensor per level, in ``values``' dtype.
+    """
     if values.numel() == 0:
         return [values.new_tensor(_NAN) for _ in qs]
     ordered = values.sort().values

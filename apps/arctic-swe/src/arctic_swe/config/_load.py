@@ -19,6 +19,7 @@ from arctic_swe.config._errors import RunConfigError
 from arctic_swe.config._schema import (
     AGGREGATIONS,
     ENGINE_KINDS,
+    INVALID_REWARDS,
     PROCEDURAL_DECK,
     RATIO_CONTROLS,
     REFRESH_MODES,
@@ -36,7 +37,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "deck": {"pool_size": 160, "groups_per_update": 32, "rollouts_per_group": 5},
         "engine": {"engines": 6, "capacity": 64, "max_resident": 40, "max_new_tokens": 8192},
         "harness": {"max_turns": 100, "max_tokens": 131072, "sandboxes": 256},
-        "trainer": {"lr": 1e-6, "micro_batch_rollouts": 4},
+        "trainer": {"lr": 1e-6, "micro_batch_rollouts": 4, "invalid_reward": -1.0},
     },
     # The tiny stress test with its engines as two ``arctic-swe serve`` processes over HTTP.
     "tiny-http": {"engine": {"kind": "http", "launch": 2}},
@@ -251,7 +252,15 @@ def validate(config: RunConfig) -> None:
         trainer.aggregation in AGGREGATIONS, "trainer.aggregation", f"must be one of {AGGREGATIONS}"
     )
     _require(trainer.micro_batch_rollouts >= 1, "trainer.micro_batch_rollouts", "must be >= 1")
+    _require(
+        trainer.invalid_reward in INVALID_REWARDS,
+        "trainer.invalid_reward",
+        f"must be 0.0 or -1.0 (the paper's final recipe), got {trainer.invalid_reward!r}",
+    )
     _validate_trainer_kind(config)
+    metrics = config.metrics
+    _require(metrics.kl_by_layer_every >= 0, "metrics.kl_by_layer_every", "must be >= 0 (0: off)")
+    _require(metrics.kl_by_layer_tokens >= 1, "metrics.kl_by_layer_tokens", "must be >= 1")
 
 
 def _validate_trainer_kind(config: RunConfig) -> None:

@@ -16,6 +16,7 @@ REFRESH_MODES = ("inflight", "drain")
 RATIO_CONTROLS = ("mask", "ppo_clip")
 AGGREGATIONS = ("token_mean", "rollout_mean")
 TRAINER_KINDS = ("inprocess", "remote")
+INVALID_REWARDS = (0.0, -1.0)  # trainer.invalid_reward: off, or the paper's final recipe
 PROCEDURAL_DECK = "procedural"
 
 
@@ -143,6 +144,11 @@ class TrainerSection:
     # A remote step, checkpoint or health check not answered within this many seconds stops
     # the run with a clear error instead of hanging.
     timeout_s: float = 900.0
+    # The training reward of an episode the format gate ended (invalid turn or duplicate call):
+    # 0.0 or -1.0 (the paper's final recipe, Arctic-SWE §5). Applied before the group-centred
+    # advantages; budget endings and failed submits keep 0. Inert under harness.gated_reward =
+    # false, where the gate never ends an episode on a format violation (README).
+    invalid_reward: float = 0.0
 
 
 @attrs.frozen
@@ -152,6 +158,12 @@ class MetricsSection:
     plots: bool = True
     live: bool = True  # rich live display on a terminal
     tensorboard: bool = False  # only if tensorboard is already installed
+    # Mismatch KL by layer type (Gated DeltaNet vs softmax attention, hybrid-numerics'
+    # mismatch_audit) on one trained rollout: the kl_by_layer_tokens tokens after its prompt,
+    # at updates 1, 1 + every, … (0 = never; in-process trainer only). Its decode loops are
+    # the cost: a 64-token audit took about one trainer step of the tiny batch (README).
+    kl_by_layer_every: int = 4
+    kl_by_layer_tokens: int = 64
 
 
 @attrs.frozen

@@ -2,7 +2,7 @@
 
 from arctic_swe.metrics._labels import run_labels
 from arctic_swe.metrics._live import LiveDisplay, TensorBoardSink, describe
-from arctic_swe.metrics._plots import PANELS, plot_compare, plot_run
+from arctic_swe.metrics._plots import PANELS, plot_compare, plot_numerics, plot_run
 from arctic_swe.metrics._record import MetricsError, MetricsLog, UpdateMetrics
 from arctic_swe.metrics._summary import (
     PoolFigure,
@@ -28,6 +28,7 @@ __all__ = [
     "compare_table",
     "describe",
     "plot_compare",
+    "plot_numerics",
     "plot_run",
     "pool_points",
     "pool_verdict",

@@ -41,11 +41,13 @@ def _series(records: Sequence[UpdateMetrics], name: str) -> tuple[list[int], lis
 
 
 def plot_run(records: Sequence[UpdateMetrics], out_dir: Path) -> list[Path]:
-    """Write ``curves.png`` (every panel) and ``reward.png`` (the headline curve)."""
+    """Write ``curves.png`` (every panel), ``reward.png`` (the headline curve) and
+    ``numerics.png`` (ω quantiles, mismatch KL by layer type)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     return [
         _plot_grid({"run": records}, out_dir / "curves.png"),
         _plot_reward({"run": records}, out_dir / "reward.png"),
+        plot_numerics({"run": records}, out_dir / "numerics.png"),
     ]
 
 
@@ -55,6 +57,7 @@ def plot_compare(runs: Mapping[str, Sequence[UpdateMetrics]], out_dir: Path) -> 
     return [
         _plot_grid(runs, out_dir / "compare_curves.png"),
         _plot_reward(runs, out_dir / "compare_reward.png"),
+        plot_numerics(runs, out_dir / "compare_numerics.png"),
     ]
 
 
@@ -108,6 +111,53 @@ def _plot_reward(runs: Mapping[str, Sequence[UpdateMetrics]], path: Path) -> Pat
     axis.set_ylim(-0.02, 1.02)
     axis.grid(alpha=0.3)
     axis.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=90)
+    plt.close(figure)
+    return path
+
+
+# Numerics: ω quantiles and mismatch by layer type (-1 in a record = not measured: skipped)
+#: Floor of the log-scale KL panel (an audit can return exactly 0 with identical paths).
+_KL_FLOOR = 1e-18
+
+
+def _measured(records: Sequence[UpdateMetrics], name: str) -> tuple[list[int], list[float]]:
+    pairs = [(r.step, float(getattr(r, name))) for r in records if getattr(r, name) >= 0]
+    return [s for s, _ in pairs], [v for _, v in pairs]
+
+
+def plot_numerics(runs: Mapping[str, Sequence[UpdateMetrics]], path: Path) -> Path:
+    """Two panels: ω = π_train/π_rollout per update (median, the p5-p95 band, p1 and p99) and
+    the audited mismatch KL by layer type (Gated DeltaNet vs softmax attention, log scale)."""
+    figure, (omega_axis, kl_axis) = plt.subplots(1, 2, figsize=(12, 4))
+    for index, (label, records) in enumerate(runs.items()):
+        color = f"C{index}"
+        steps, p50 = _measured(records, "omega_p50")
+        omega_axis.plot(steps, p50, color=color, marker=".", label=f"{label}: p50")
+        band = [r for r in records if r.omega_p5 >= 0]
+        omega_axis.fill_between(
+            [r.step for r in band], [r.omega_p5 for r in band], [r.omega_p95 for r in band],
+            color=color, alpha=0.2, label=f"{label}: p5-p95",
+        )  # fmt: skip
+        for name, style in (("omega_p1", ":"), ("omega_p99", ":")):
+            omega_axis.plot(*_measured(records, name), color=color, linestyle=style)
+        for name, style in (
+            ("kl_linear_attention", "-"), ("kl_full_attention", "--"), ("kl_audit_overall", ":"),
+        ):  # fmt: skip
+            steps, values = _measured(records, name)
+            values = [max(v, _KL_FLOOR) for v in values]
+            short = name.removeprefix("kl_").replace("_", " ")
+            kl_axis.plot(steps, values, color=color, linestyle=style, marker=".",
+                         label=f"{label}: {short}")  # fmt: skip
+    omega_axis.set_title("ω quantiles (dotted: p1, p99)")
+    kl_axis.set_title("mismatch KL by layer type (audit)")
+    kl_axis.set_yscale("log")
+    for axis in (omega_axis, kl_axis):
+        axis.set_xlabel("update")
+        axis.grid(alpha=0.3)
+        if axis.has_data():
+            axis.legend(fontsize=7)
     figure.tight_layout()
     figure.savefig(path, dpi=90)
     plt.close(figure)

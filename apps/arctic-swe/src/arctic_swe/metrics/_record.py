@@ -88,6 +88,20 @@ class UpdateMetrics:
     pool_eval_solved: int = 0
     pool_eval_rollouts: int = 0
     pool_eval_seconds: float = 0.0  # wall time of the evaluation (in the background)
+    # Numerics: ω quantiles and mismatch by layer type. -1 = not measured (logs written before
+    # these fields, a remote trainer, no trainable token, an update without an audit).
+    omega_p1: float = -1.0  # ω = π_train/π_rollout over every trainable token of the step
+    omega_p5: float = -1.0
+    omega_p50: float = -1.0
+    omega_p95: float = -1.0
+    omega_p99: float = -1.0
+    omega_min: float = -1.0
+    omega_max: float = -1.0
+    kl_audit_overall: float = -1.0  # mismatch_audit on one rollout window: engine vs trainer path
+    kl_linear_attention: float = -1.0  # only the Gated DeltaNet layers on their decode path
+    kl_full_attention: float = -1.0  # only softmax attention on its decode path
+    kl_audit_tokens: int = 0  # tokens the audit scored
+    kl_audit_seconds: float = 0.0  # its wall time (worker thread, generation goes on)
 
     def __post_init__(self) -> None:
         for item in fields(self):

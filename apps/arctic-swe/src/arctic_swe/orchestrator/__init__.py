@@ -1,7 +1,13 @@
 """The asynchronous RL loop: deck -> router -> engines -> harness -> sandboxes -> groups ->
 advantages -> trainer, with generation overlapping training (run by ``arctic-swe overfit``)."""
 
-from arctic_swe.orchestrator._batch import BatchTally, build_samples, tally
+from arctic_swe.orchestrator._batch import (
+    FORMAT_GATE_ENDINGS,
+    BatchTally,
+    build_samples,
+    tally,
+    training_rewards,
+)
 from arctic_swe.orchestrator._groups import GroupJob, GroupOutcome, LeaseSampler, run_group
 from arctic_swe.orchestrator._loop import Components, RLLoop
 from arctic_swe.orchestrator._overfit import OverfitResult, run_overfit
@@ -14,6 +20,7 @@ from arctic_swe.orchestrator._setup import (
 )
 
 __all__ = [
+    "FORMAT_GATE_ENDINGS",
     "BatchTally",
     "Components",
     "EngineFactory",
@@ -30,4 +37,5 @@ __all__ = [
     "run_group",
     "run_overfit",
     "tally",
+    "training_rewards",
 ]

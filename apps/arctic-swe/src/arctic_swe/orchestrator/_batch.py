@@ -1,4 +1,5 @@
-"""Groups -> training samples (ARCHITECTURE.md §4 step 5): group-centred advantages, no std division."""
+"""Groups -> training samples (ARCHITECTURE.md §4 step 5): group-centred advantages, no std
+division, after the invalid-trajectory reward override (``trainer.invalid_reward``)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ from dataclasses import dataclass
 
 import torch
 
+from arctic_swe.harness import Trajectory
 from arctic_swe.orchestrator._groups import GroupOutcome
 from arctic_swe.trainer import TrainSample
-from cispo_loss import group_advantages
+from cispo_loss import RewardShaping, group_advantages, shape_rewards
 
 
 @dataclass(frozen=True)
@@ -28,12 +30,32 @@ class BatchTally:
     per_task_reward: dict[str, float]
 
 
-def build_samples(groups: Sequence[GroupOutcome]) -> list[TrainSample]:
-    """One :class:`TrainSample` per trajectory, advantage ``R_i - mean(R_group)``."""
+#: Gate reasons of an episode ended by the format gate (swe-formatcheck's ``EpisodeGate``): the
+#: "invalid trajectories" whose reward ``trainer.invalid_reward`` overrides (Arctic-SWE §5).
+FORMAT_GATE_ENDINGS = frozenset({"invalid_format", "duplicate_call"})
+
+
+def training_rewards(trajectories: Sequence[Trajectory], invalid_reward: float) -> torch.Tensor:
+    """``[N]`` float64 rewards the advantages are computed from: each trajectory's gated reward,
+    with ``invalid_reward`` in place of it for every episode the format gate ended.
+
+    Budget endings and failed submits keep their gated reward (0): they broke no format rule,
+    and a -1 there would make an early empty submit (0) beat exploring to the budget. Under the
+    ungated ablation (``harness.gated_reward = false``) the gate never ends an episode on a
+    format violation, so no trajectory is overridden and ``invalid_reward`` has no effect.
+    """
+    rewards = torch.tensor([t.reward for t in trajectories], dtype=torch.float64)
+    valid = torch.tensor([t.termination not in FORMAT_GATE_ENDINGS for t in trajectories])
+    return shape_rewards(rewards, valid=valid, config=RewardShaping(invalid_reward=invalid_reward))
+
+
+def build_samples(groups: Sequence[GroupOutcome], invalid_reward: float = 0.0) -> list[TrainSample]:
+    """One :class:`TrainSample` per trajectory, advantage ``R_i - mean(R_group)`` with ``R`` the
+    :func:`training_rewards` (``invalid_reward``: ``trainer.invalid_reward``)."""
     trajectories = [t for g in groups for t in g.trajectories]
     if not trajectories:
         return []
-    rewards = torch.tensor([t.reward for t in trajectories], dtype=torch.float64)
+    rewards = training_rewards(trajectories, invalid_reward)
     ids = torch.tensor([k for k, g in enumerate(groups) for _ in g.trajectories])
     advantages = group_advantages(rewards, ids).tolist()
     return [

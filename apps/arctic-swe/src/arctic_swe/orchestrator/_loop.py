@@ -38,7 +38,14 @@ from arctic_swe.harness import HarnessConfig
 from arctic_swe.metrics import MetricsLog, UpdateMetrics
 from arctic_swe.orchestrator._batch import build_samples, tally, token_versions
 from arctic_swe.orchestrator._groups import GroupJob, GroupOutcome, run_group
-from arctic_swe.trainer import StepStats, save_checkpoint
+from arctic_swe.trainer import (
+    LayerTypeKL,
+    StepStats,
+    TrainSample,
+    audit_layer_types,
+    numerics_figures,
+    save_checkpoint,
+)
 from deck_evictor import Deck
 from load_router import EngineState, PolicyClock, Router, UpdateLagStats
 from swe_sandbox import SandboxPool, TaskSpec
@@ -138,7 +145,7 @@ class RLLoop:
             return None
         # Completion order is timing; the batch order (hence the float sums of the step) is not.
         kept.sort(key=lambda group: (group.task_id, group.seed or 0))
-        samples = build_samples(kept)
+        samples = build_samples(kept, cfg.trainer.invalid_reward)
         step_began = time.monotonic()
         # Awaited, never blocking: the groups in flight keep generating batch k+1 meanwhile.
         stats = await parts.trainer.step(
@@ -148,12 +155,16 @@ class RLLoop:
         version = parts.clock.advance()  # closes this update's lag statistics
         lag = parts.clock.history[-1]
         refresh_seconds = await self._publish(version)
+        audit = await self._layer_audit(samples, stats.step)
         for group in kept:
             parts.deck.record(group.task_id, group.successes, len(group.trajectories))
         self._launch_batch()
         record = self._record(stats, kept, lag, waited, trained, refresh_seconds, began)
         record = replace(
-            record, trainer_world_size=parts.trainer.world_size, step_started=step_began
+            record,
+            trainer_world_size=parts.trainer.world_size,
+            step_started=step_began,
+            **numerics_figures(stats.omega, audit),
         )
         cursor = parts.log.append(record)
         if parts.pool_eval is not None and self.published is not None:
@@ -289,6 +300,18 @@ class RLLoop:
                 if old != path:
                     old.unlink(missing_ok=True)
         return time.monotonic() - began
+
+    async def _layer_audit(self, samples: list[TrainSample], step: int) -> LayerTypeKL | None:
+        """Mismatch KL by layer type on the batch's first rollout at updates 1, 1 + every, …
+        (on a worker thread: the engines keep generating); None when not due or remote."""
+        metrics, trainer = self.parts.config.metrics, self.parts.trainer
+        every = metrics.kl_by_layer_every
+        if not every or (step - 1) % every or not samples:
+            return None
+        if not isinstance(trainer, InProcessTrainer):  # the model lives in the trainer process
+            return None
+        model, tokens = trainer.trainer.model, metrics.kl_by_layer_tokens
+        return await asyncio.to_thread(audit_layer_types, model, samples[0], tokens)
 
     async def _checkpoint(self, version: int, cursor: int) -> None:
         parts = self.parts

@@ -2,6 +2,13 @@
 and atomic, exactly-resumable checkpoints."""
 
 from arctic_swe._step_dirs import LATEST
+from arctic_swe.trainer._audit import (
+    AUDIT_TOKENS,
+    LayerTypeKL,
+    audit_layer_types,
+    audit_window,
+    numerics_figures,
+)
 from arctic_swe.trainer._checkpoint import (
     latest_checkpoint,
     load_checkpoint,
@@ -19,11 +26,20 @@ from arctic_swe.trainer._runstate import (
     write_run_state,
 )
 from arctic_swe.trainer._samples import PaddedBatch, TrainSample, pad_batch
-from arctic_swe.trainer._trainer import StepStats, Trainer, loss_config
+from arctic_swe.trainer._trainer import (
+    OMEGA_QUANTILES,
+    StepStats,
+    Trainer,
+    loss_config,
+    omega_stats,
+)
 
 __all__ = [
+    "AUDIT_TOKENS",
     "LATEST",
+    "OMEGA_QUANTILES",
     "BatchError",
+    "LayerTypeKL",
     "PaddedBatch",
     "Restored",
     "ResumeError",
@@ -33,12 +49,16 @@ __all__ = [
     "Trainer",
     "TrainerError",
     "apply_fp32_numerics",
+    "audit_layer_types",
+    "audit_window",
     "build_fp32_policy",
     "latest_checkpoint",
     "load_checkpoint",
     "load_fp32_policy",
     "load_model_from",
     "loss_config",
+    "numerics_figures",
+    "omega_stats",
     "pad_batch",
     "policy_dir",
     "read_run_state",

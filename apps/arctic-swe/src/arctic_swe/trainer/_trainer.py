@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -22,10 +22,34 @@ from torch import nn
 from arctic_swe.config import TrainerSection
 from arctic_swe.trainer._errors import BatchError
 from arctic_swe.trainer._samples import PaddedBatch, TrainSample, pad_batch
-from cispo_loss import LossConfig, LossOutput, cispo_loss, default_normalizer, token_logprobs
+from cispo_loss import (
+    LossConfig,
+    LossOutput,
+    cispo_loss,
+    default_normalizer,
+    quantiles,
+    token_logprobs,
+)
 
 #: Figures of :meth:`Trainer.step` averaged over the step's trainable tokens.
 TOKEN_MEANS = ("mismatch_kl", "masked_frac", "entropy_mean", "masked_frac_low", "masked_frac_high")
+
+#: ω quantiles of a step: (name, level), over every trainable token of every micro-batch.
+OMEGA_QUANTILES = (("p1", 0.01), ("p5", 0.05), ("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
+
+
+def omega_stats(omegas: Sequence[torch.Tensor]) -> dict[str, float]:
+    """ω = π_train/π_rollout of the step's trainable tokens (one ``[n]`` tensor per micro-batch)
+    -> ``{"p1", "p5", "p50", "p95", "p99", "min", "max"}`` (linear-interpolation quantiles over
+    all of them at once, cispo-loss's definition); ``{}`` when no token is trainable."""
+    values = torch.cat([o.reshape(-1).to(torch.float64) for o in omegas]) if omegas else None
+    if values is None or values.numel() == 0:
+        return {}
+    levels = tuple(q for _, q in OMEGA_QUANTILES)
+    named = {
+        n: float(v) for (n, _), v in zip(OMEGA_QUANTILES, quantiles(values, levels), strict=True)
+    }
+    return {**named, "min": float(values.min()), "max": float(values.max())}
 
 
 @dataclass(frozen=True)
@@ -41,6 +65,8 @@ class StepStats:
     trainable_tokens: int
     rollouts: int
     seconds: float
+    # ω over every trainable token of the step: omega_stats' keys ({} when none, or remote)
+    omega: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def tokens_per_second(self) -> float:
@@ -144,8 +170,9 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         totals: dict[str, float] = dict.fromkeys(TOKEN_MEANS, 0.0)
         loss_sum, tokens = 0.0, 0
+        omegas: list[torch.Tensor] = []
         for batch in batches:
-            metrics = self._accumulate(batch, max(normalizer, 1))
+            metrics = self._accumulate(batch, max(normalizer, 1), omegas)
             count = int(metrics["trainable_tokens"])
             tokens += count
             loss_sum += metrics["loss"]
@@ -167,6 +194,7 @@ class Trainer:
             trainable_tokens=tokens,
             rollouts=len(samples),
             seconds=time.perf_counter() - started,
+            omega=omega_stats(omegas),
         )
 
     @torch.no_grad()
@@ -211,9 +239,15 @@ class Trainer:
     def _logprobs(self, batch: PaddedBatch) -> tuple[torch.Tensor, torch.Tensor]:
         return score_tokens(self.model, batch.input_ids, batch.targets)
 
-    def _accumulate(self, batch: PaddedBatch, normalizer: int) -> dict[str, float]:
+    def _accumulate(
+        self, batch: PaddedBatch, normalizer: int, omegas: list[torch.Tensor]
+    ) -> dict[str, float]:
+        """Forward + backward of one micro-batch; appends its trainable tokens' ω to
+        ``omegas`` (the quantiles are taken over the whole step, not per micro-batch)."""
         with self._autocast():
             logprobs, entropy = self._logprobs(batch)
+        log_ratio = logprobs.detach().double() - batch.rollout_logprobs.double()
+        omegas.append(log_ratio[batch.loss_mask].exp())
         output = micro_batch_loss(logprobs, entropy, batch, self.loss_config, normalizer)
         loss: Any = output.loss  # torch's backward is untyped
         loss.backward()
