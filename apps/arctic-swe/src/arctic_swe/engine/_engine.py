@@ -88,7 +88,7 @@ class TorchEngine:
     @property
     def compute_dtype(self) -> torch.dtype:
         """The dtype of the engine's matmul weights, hence of its forward's activations."""
-        weight: torch.Tensor = self._core.model.get_input_embeddings().weight
+        weight: torch.Tensor = self._core.model.get_submodule("model.embed_tokens").weight  # type: ignore[assignment]
         return weight.dtype
 
     @property
