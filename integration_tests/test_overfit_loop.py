@@ -183,8 +183,9 @@ def test_resume_of_a_synchronous_run_is_token_identical(world: World, tmp_path: 
 
 
 def test_fp32_numerics_off_shows_as_train_inference_mismatch(world: World, tmp_path: Path) -> None:
-    """The ablation rounds the engines' stored recurrent state to bf16 while the trainer stays
-    FP32: the trainer's recomputed log-probs then disagree with the rollout's (paper §3.3)."""
+    """The ablation's engines compute in bf16 and round their stored recurrent state to bf16
+    while the trainer stays FP32: the trainer's recomputed log-probs then disagree with the
+    rollout's (paper §3.3)."""
     kls = {}
     for name, extra in (("recipe", ()), ("ablated", ("trainer.fp32_numerics=false",))):
         config = _config("run.updates=1", *extra)
