@@ -129,7 +129,7 @@ class TrainerSection:
     ratio_control: str = "mask"  # ablation "mask -> clip" sets "ppo_clip"
     mask_high: float = 2.0
     aggregation: str = "token_mean"  # ablation "per-rollout mean" sets "rollout_mean"
-    fp32_numerics: bool = True  # ablation "FP32 numerics off": bf16 recurrent state
+    fp32_numerics: bool = True  # ablation "FP32 numerics off": bf16 engine compute and state
     micro_batch_rollouts: int = 8  # rollouts per forward (gradient accumulation)
     # A batch whose every group is all-0 or all-1 has zero advantages, hence zero gradient; an
     # AdamW step on it would only replay momentum. True: skip that optimizer step.
