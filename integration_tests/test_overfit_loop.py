@@ -184,8 +184,9 @@ def test_resume_of_a_synchronous_run_is_token_identical(world: World, tmp_path: 
 
 
 def test_fp32_numerics_off_shows_as_train_inference_mismatch(world: World, tmp_path: Path) -> None:
-    """The ablation rounds the engines' stored recurrent state to bf16 while the trainer stays
-    FP32: the trainer's recomputed log-probs then disagree with the rollout's (paper §3.3)."""
+    """The ablation's engines compute in bf16 and round their stored recurrent state to bf16
+    while the trainer stays FP32: the trainer's recomputed log-probs then disagree with the
+    rollout's (paper §3.3)."""
     kls = {}
     for name, extra in (("recipe", ()), ("ablated", ("trainer.fp32_numerics=false",))):
         config = _config("run.updates=1", *extra)
@@ -193,6 +194,33 @@ def test_fp32_numerics_off_shows_as_train_inference_mismatch(world: World, tmp_p
         kls[name] = run_overfit(config, run, world.inputs).records[0].mismatch_kl
     assert kls["recipe"] < 1e-9, kls
     assert kls["ablated"] > 10 * max(kls["recipe"], 1e-14), kls  # ~70x measured
+
+
+def test_default_lookahead_trains_groups_more_than_one_version_old(
+    world: World, tmp_path: Path
+) -> None:
+    """With the default look-ahead, groups launched ahead are trained two or more optimizer
+    steps after their first token (lag > 1, as in the paper's runs: mean lag 2.0); every
+    rollout gets a sandbox at once here, so those groups start under version 0."""
+    config = _config("run.updates=3", "harness.sandboxes=16", "deck.replay_size=0")
+    assert config.run.lookahead_batches == RunConfig().run.lookahead_batches >= 2
+    assert config.run.max_off_policy >= 2  # lag-2 groups are kept under the default cap
+    records = run_overfit(config, prepare_run_dir(tmp_path / "run", config, resume=False),
+                          world.inputs).records  # fmt: skip
+    assert max(r.lag_max for r in records) >= 2, [r.lag_max for r in records]
+    assert max(r.lag_token_mean for r in records) > 1.0
+
+
+def test_the_off_policy_cap_drops_and_counts_groups_past_it(world: World, tmp_path: Path) -> None:
+    """The same run with the cap at 1: the groups two versions old are dropped, counted in
+    ``stale_dropped``, and no kept group is older than the cap."""
+    config = _config(
+        "run.updates=3", "harness.sandboxes=16", "deck.replay_size=0", "run.max_off_policy=1"
+    )
+    records = run_overfit(config, prepare_run_dir(tmp_path / "run", config, resume=False),
+                          world.inputs).records  # fmt: skip
+    assert sum(r.stale_dropped for r in records) >= 1, [r.stale_dropped for r in records]
+    assert max(r.lag_max for r in records) <= 1
 
 
 class FailingEngine(TorchEngine):

@@ -90,7 +90,6 @@ def test_overrides_set_one_field(assignment: str, section: str, field: str, valu
         ("deck.groups_per_update=17", "deck.groups_per_update"),
         ("deck.rollouts_per_group=32", "engine.max_resident"),
         ("engine.routing=random", "engine.routing"),
-        ("engine.routing=session_hash", "engine.routing"),  # one engine: a no-op ablation
         ("trainer.ratio_control=clip", "trainer.ratio_control"),
         ("trainer.lr=-1", "trainer.lr"),
         ("trainer.beta2=1.0", "trainer.beta2"),
@@ -200,6 +199,7 @@ def test_engine_urls_round_trip_through_toml_and_overrides(tmp_path: Path) -> No
         (["engine.kind=http", "engine.launch=-1"], "engine.launch", ">= 0"),
         (["engine.refresh_mode=eager"], "engine.refresh_mode", "must be one of"),
         (["engine.kind=http", "engine.launch=1", "engine.timeout_s=0"], "engine.timeout_s", "> 0"),
+        (["engine.engines=1", "engine.routing=session_hash"], "engine.routing", "session_hash"),
         (
             ["engine.kind=http", "engine.launch=1", "engine.routing=session_hash"],
             "engine.routing",

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from arctic_swe.config import RunConfig, RunDir, apply_overrides, prepare_run_dir
 from arctic_swe.engine import TorchEngine
@@ -51,6 +52,23 @@ def test_inprocess_engines_follow_the_config(inputs: EngineInputs, tmp_path: Pat
             return [(e.engine_id, e.capacity, e.config.stop_token_ids) for e in engines]  # type: ignore[attr-defined]
 
     assert asyncio.run(scenario()) == [("torch-0", 8, (3,)), ("torch-1", 8, (3,))]
+
+
+@pytest.mark.parametrize(("fp32", "dtype"), [("true", torch.float32), ("false", torch.bfloat16)])
+def test_inprocess_engines_compute_in_bf16_when_fp32_numerics_is_off(
+    inputs: EngineInputs, tmp_path: Path, fp32: str, dtype: torch.dtype
+) -> None:
+    """The ablation's in-process engines compute (weights, activations) and store their
+    recurrent state in bf16; the recipe's stay FP32; the trainer's policy is never cast."""
+    config, run = _config(tmp_path, f"trainer.fp32_numerics={fp32}", "engine.engines=1")
+
+    async def scenario() -> list[tuple[torch.dtype, torch.dtype]]:
+        async with open_engines(config, run, inputs) as engine_set:
+            engines = [e for e in engine_set.engines if isinstance(e, TorchEngine)]
+            return [(e.compute_dtype, e.config.state_dtype) for e in engines]
+
+    assert asyncio.run(scenario()) == [(dtype, dtype)]
+    assert inputs.model.model.embed_tokens.weight.dtype == torch.float32
 
 
 def test_http_engines_that_never_answer_fail_setup_in_bounded_time(

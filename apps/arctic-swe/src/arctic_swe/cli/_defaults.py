@@ -40,7 +40,7 @@ ABLATIONS: dict[str, tuple[str, str]] = {
     "--lenient-format": ("harness.strict_format=false", "raw format check off (lenient parse)"),
     "--no-fp32-numerics": (
         "trainer.fp32_numerics=false",
-        "FP32 numerics off (bf16 recurrent-state cache in the engines)",
+        "FP32 numerics off (the engines compute and keep their recurrent state in bf16)",
     ),
     "--no-cache-invalidation": (
         "engine.invalidate_caches=false",

@@ -30,6 +30,12 @@ class EngineConfig:
     * ``state_dtype`` — storage precision of the Gated DeltaNet recurrent state between steps:
       ``torch.float32`` (the recipe) or ``torch.bfloat16`` (the "FP32 numerics off" ablation:
       each stored state is rounded, like an engine whose state cache has the model dtype).
+    * ``compute_dtype`` — the dtype the engine's forward computes in: ``None`` (default) runs
+      the model as given (FP32 on CPU); ``torch.bfloat16`` casts it at construction under
+      hybrid-numerics' precision policy (matmul weights and activations bf16; ``A_log``,
+      ``dt_bias``, norm gains FP32) — with ``state_dtype=torch.bfloat16``, the CPU form of the
+      "FP32 numerics off" ablation (Arctic-SWE §3.3): an engine in the model dtype scoring
+      against an FP32 trainer. Refreshed weights are rounded into the engine's dtypes.
     * ``admission_window_s`` — when an idle engine receives a request, how long it waits for
       further arrivals before its first step (the wait restarts on each arrival, capped at 10
       windows), so requests that reach a server within one burst share one prefill forward and
@@ -47,6 +53,7 @@ class EngineConfig:
     prefill_token_budget: int = 8192
     state_dtype: torch.dtype = torch.float32
     admission_window_s: float = 0.0
+    compute_dtype: torch.dtype | None = None
 
     def __post_init__(self) -> None:
         if not self.engine_id:
@@ -65,6 +72,10 @@ class EngineConfig:
         if self.state_dtype not in (torch.float32, torch.bfloat16, torch.float16):
             raise EngineError(
                 f"state_dtype must be float32, bfloat16 or float16: {self.state_dtype}"
+            )
+        if self.compute_dtype not in (None, torch.float32, torch.bfloat16, torch.float16):
+            raise EngineError(
+                f"compute_dtype must be None, float32, bfloat16 or float16: {self.compute_dtype}"
             )
         if any(isinstance(t, bool) or not isinstance(t, int) or t < 0 for t in self.stop_token_ids):
             raise EngineError("stop_token_ids must be non-negative ints")

@@ -20,12 +20,13 @@ from arctic_swe.engine._config import EngineConfig, Generation
 from arctic_swe.engine._core import CoreCounters, EngineCore, Job, RefreshStats
 from arctic_swe.engine._errors import (
     EngineClosedError,
+    EngineError,
     EngineFailedError,
     RefreshError,
     RequestError,
 )
 from arctic_swe.engine._sampling import derive_seed, make_generator
-from arctic_swe.model import CheckpointError, read_weights
+from arctic_swe.model import CheckpointError, PolicyError, read_weights, set_compute_dtype
 from load_router import GenerateRequest, GenerateResult
 
 
@@ -50,6 +51,11 @@ class TorchEngine:
         if isinstance(version, bool) or not isinstance(version, int) or version < 0:
             raise RefreshError(f"version must be a non-negative int, got {version!r}")
         self.config = config or EngineConfig()
+        if self.config.compute_dtype is not None:  # before the caches take the model's dtype
+            try:
+                set_compute_dtype(model, self.config.compute_dtype)
+            except PolicyError as exc:
+                raise EngineError(str(exc)) from exc
         self._core = EngineCore(model, self.config, version)
         self._inbox: list[Job] = []
         self._commands: list[_Command] = []
@@ -78,6 +84,12 @@ class TorchEngine:
     def in_flight(self) -> int:
         """Generate calls submitted and not yet finished (queued or decoding)."""
         return len(self._futures)
+
+    @property
+    def compute_dtype(self) -> torch.dtype:
+        """The dtype of the engine's matmul weights, hence of its forward's activations."""
+        weight: torch.Tensor = self._core.model.get_submodule("model.embed_tokens").weight  # type: ignore[assignment]
+        return weight.dtype
 
     @property
     def version(self) -> int:

@@ -2,7 +2,13 @@
 with hybrid-numerics installed; presets, seeded construction and local checkpoints (saved,
 loaded, checked, and written whole by ``arctic-swe model init``)."""
 
-from arctic_swe.model._build import build_policy, install_numerics, numerics_installed
+from arctic_swe.model._build import (
+    COMPUTE_DTYPES,
+    build_policy,
+    install_numerics,
+    numerics_installed,
+    set_compute_dtype,
+)
 from arctic_swe.model._checkpoint import assign_weights, load_policy, read_weights, save_policy
 from arctic_swe.model._config import TINY_PRESET, PolicyPreset, policy_config
 from arctic_swe.model._errors import CheckpointError, PolicyConfigError, PolicyError
@@ -10,6 +16,7 @@ from arctic_swe.model._init import INIT_VOCAB_SIZE, PRESETS, init_checkpoint
 from arctic_swe.model._layout import check_checkpoint
 
 __all__ = [
+    "COMPUTE_DTYPES",
     "INIT_VOCAB_SIZE",
     "PRESETS",
     "TINY_PRESET",
@@ -27,4 +34,5 @@ __all__ = [
     "policy_config",
     "read_weights",
     "save_policy",
+    "set_compute_dtype",
 ]

@@ -79,6 +79,35 @@ def install_numerics(
     return kept
 
 
+#: Compute dtypes an engine may run in: FP32 (the recipe on CPU) or a 16-bit float.
+COMPUTE_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+
+
+def set_compute_dtype(model: torch.nn.Module, dtype: torch.dtype) -> torch.dtype:
+    """Cast ``model`` in place so that its forward computes in ``dtype``; returns the dtype of
+    its matmul weights afterwards (the embedding's).
+
+    ``torch.float32`` leaves an FP32 model as it is. A 16-bit ``dtype`` applies hybrid-numerics'
+    precision policy: matmul weights and hence activations become ``dtype`` while ``A_log``,
+    ``dt_bias`` and the norm gains stay FP32 — an inference engine in the model dtype, the
+    engine side of the "FP32 numerics off" ablation (Arctic-SWE §3.3). Apply it to an FP32
+    model only (digits lost to a 16-bit cast do not come back).
+    """
+    if dtype not in COMPUTE_DTYPES:
+        raise PolicyConfigError(f"compute dtype must be one of {COMPUTE_DTYPES}, got {dtype}")
+    embed: torch.Tensor = model.get_input_embeddings().weight  # type: ignore[operator]
+    if embed.dtype == dtype:
+        return dtype
+    if embed.dtype != torch.float32:
+        raise PolicyError(f"cannot cast a {embed.dtype} model to {dtype}: start from FP32")
+    if dtype != torch.float32:
+        try:
+            apply_precision_policy(model, PrecisionPolicy(compute_dtype=dtype))
+        except HybridNumericsError as exc:
+            raise PolicyError(f"cannot cast {type(model).__name__} to {dtype}: {exc}") from exc
+    return dtype
+
+
 def numerics_installed(model: torch.nn.Module) -> bool:
     """Whether ``model`` runs the hybrid-numerics kernels (every GDN layer patched)."""
     return is_patched(model)

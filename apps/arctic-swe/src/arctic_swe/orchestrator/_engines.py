@@ -92,6 +92,8 @@ def _inprocess_engines(
                 seed=derive_seed(config.run.seed, 1000 * inputs.version + index),
                 stop_token_ids=(inputs.stop_id,),
                 state_dtype=torch.float32 if config.trainer.fp32_numerics else torch.bfloat16,
+                # the ablation's engine also computes in bf16 (weights, activations)
+                compute_dtype=None if config.trainer.fp32_numerics else torch.bfloat16,
             ),
             inputs.version,
         )

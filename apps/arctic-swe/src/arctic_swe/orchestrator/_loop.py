@@ -1,6 +1,6 @@
 """The asynchronous RL loop (ARCHITECTURE.md §4; Arctic-SWE §3.3 "fully asynchronous").
 
-Two batches are always in flight (``run.lookahead_batches = 1``; 0 is the synchronous baseline): while the trainer takes step ``k`` on a worker thread, the
+``1 + run.lookahead_batches`` batches are always in flight (tiny default 2 ahead; 0 is the synchronous baseline): while the trainer takes step ``k`` on a worker thread, the
 engines keep generating the groups of batch ``k+1`` on the event loop (tools and grading run in
 the sandbox pool's threads). The trainer takes the first ``groups_per_update`` groups that
 finish — whichever task they belong to — so slow groups carry over and age; the off-policy cap
