@@ -39,7 +39,12 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "deck": {"pool_size": 160, "groups_per_update": 32, "rollouts_per_group": 5},
         "engine": {"engines": 6, "capacity": 64, "max_resident": 40, "max_new_tokens": 8192},
         "harness": {"max_turns": 100, "max_tokens": 131072, "sandboxes": 256},
-        "trainer": {"lr": 1e-6, "micro_batch_rollouts": 4, "invalid_reward": -1.0, "mask_high": 2.0},
+        "trainer": {
+            "lr": 1e-6,
+            "micro_batch_rollouts": 4,
+            "invalid_reward": -1.0,
+            "mask_high": 2.0,
+        },
     },
     # The tiny stress test with its engines as two ``arctic-swe serve`` processes over HTTP.
     "tiny-http": {"engine": {"kind": "http", "launch": 2}},
