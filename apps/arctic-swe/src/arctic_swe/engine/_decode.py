@@ -9,6 +9,7 @@ it takes the shortcuts that only a one-token step allows:
 * the projections that read the same input run as one matmul over their concatenated weights
   (Gated DeltaNet: qkv, z, b, a; attention: q+gate, k, v; MLP: gate, up), re-concatenated
   whenever a weight is written (each parameter's version counter is checked every step);
+* the RMS norms of FP32 activations are one fused ``rms_norm`` call each;
 * the short causal convolution of one token is a multiply-add over the slot's last ``K - 1``
   inputs, not a ``conv1d`` call;
 * when the sequences sit in consecutive slots (the usual case: a batch admitted together) every
@@ -37,10 +38,10 @@ from hybrid_numerics import fused_recurrent_gated_delta_rule
 #: The model's own partial-RoPE application (untyped upstream).
 _apply_rope: Any = modeling_qwen3_5.apply_rotary_pos_emb
 
-#: Concatenated projection weights per owning module: (the parts' identities and versions,
-#: the concatenation). Weak keys: a dropped model frees its fused copies.
-_FUSED: weakref.WeakKeyDictionary[nn.Module, tuple[tuple[tuple[int, int], ...], torch.Tensor]]
-_FUSED = weakref.WeakKeyDictionary()
+#: Tensors derived from weights (concatenated projections, norm gains) per owning module: (the
+#: weights' identities and versions, the derived tensor). Weak keys: a dropped model frees them.
+_DERIVED: weakref.WeakKeyDictionary[nn.Module, tuple[tuple[tuple[int, int], ...], torch.Tensor]]
+_DERIVED = weakref.WeakKeyDictionary()
 
 
 class _Step:
@@ -90,15 +91,28 @@ def decode_forward(
     hidden = core.embed_tokens(ids[:, None])  # [B, 1, H]
     rope = core.rotary_emb(hidden, step.positions[:, None])
     for index, layer in enumerate(core.layers):
-        mixed = layer.input_layernorm(hidden)
+        mixed = _rms_norm(layer.input_layernorm, hidden)
         if pools.layer_types[index] == "linear_attention":
             mixed = _gated_delta_net(layer.linear_attn, mixed, step, pools, index)
         else:
             mixed = _attention(layer.self_attn, mixed, rope, step, pools, index)
         hidden = hidden + mixed
-        hidden = hidden + _mlp(layer.mlp, layer.post_attention_layernorm(hidden))
-    logits: torch.Tensor = model.get_submodule("lm_head")(core.norm(hidden[:, 0]))
+        hidden = hidden + _mlp(layer.mlp, _rms_norm(layer.post_attention_layernorm, hidden))
+    logits: torch.Tensor = model.get_submodule("lm_head")(_rms_norm(core.norm, hidden[:, 0]))
     return logits.float()
+
+
+def _derived(
+    owner: nn.Module, weights: Sequence[torch.Tensor], build: Any
+) -> torch.Tensor:
+    """``build(weights)``, cached on ``owner`` until one of ``weights`` is written (a refresh
+    or an optimizer step bumps its version counter) or replaced."""
+    key = tuple((id(w), w._version) for w in weights)
+    cached = _DERIVED.get(owner)
+    if cached is None or cached[0] != key:
+        cached = (key, build([w.detach() for w in weights]))
+        _DERIVED[owner] = cached
+    return cached[1]
 
 
 def _project(owner: nn.Module, parts: Sequence[nn.Linear], x: torch.Tensor) -> list[torch.Tensor]:
@@ -107,13 +121,28 @@ def _project(owner: nn.Module, parts: Sequence[nn.Linear], x: torch.Tensor) -> l
     weights = [p.weight for p in parts]
     if any(p.bias is not None for p in parts) or len({w.dtype for w in weights}) > 1:
         return [part(x) for part in parts]
-    key = tuple((id(w), w._version) for w in weights)
-    cached = _FUSED.get(owner)
-    if cached is None or cached[0] != key:
-        cached = (key, torch.cat([w.detach() for w in weights]))
-        _FUSED[owner] = cached
-    fused = functional.linear(x, cached[1])
+    fused = functional.linear(x, _derived(owner, weights, torch.cat))
     return list(fused.split([w.shape[0] for w in weights], dim=-1))
+
+
+def _rms_norm(mod: Any, x: torch.Tensor) -> torch.Tensor:
+    """Qwen3.5's ``RMSNorm`` (gain ``1 + weight``) as one fused call for FP32 tensors (the
+    module itself otherwise: its casts are part of the mixed-precision numerics)."""
+    weight = mod.weight
+    if x.dtype != torch.float32 or weight.dtype != torch.float32:
+        out: torch.Tensor = mod(x)
+        return out
+    gain = _derived(mod, [weight], lambda w: 1.0 + w[0])
+    return functional.rms_norm(x, (x.shape[-1],), gain, mod.eps)
+
+
+def _gated_norm(mod: Any, x: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
+    """Qwen3.5's gated ``RMSNorm`` ``norm(x) * weight * silu(gate)``, fused for FP32."""
+    if x.dtype != torch.float32 or mod.weight.dtype != torch.float32 or gate.dtype != x.dtype:
+        out: torch.Tensor = mod(x, gate)
+        return out
+    normed = functional.rms_norm(x, (x.shape[-1],), mod.weight, mod.variance_epsilon)
+    return normed * functional.silu(gate)
 
 
 def _mlp(mod: Any, x: torch.Tensor) -> torch.Tensor:
@@ -149,7 +178,7 @@ def _gated_delta_net(
             state_indices=step.slots, **gate,
         )  # fmt: skip
     pools.round_states(index, step.slots)
-    o = mod.norm(o.reshape(-1, mod.head_v_dim), z.reshape(-1, mod.head_v_dim))
+    o = _gated_norm(mod.norm, o.reshape(-1, mod.head_v_dim), z.reshape(-1, mod.head_v_dim))
     out: torch.Tensor = mod.out_proj(o.reshape(n_seq, 1, -1))
     return out
 
@@ -178,8 +207,8 @@ def _attention(
     query, key, value = _project(mod, [mod.q_proj, mod.k_proj, mod.v_proj], x)
     q, gate = torch.chunk(query.view(n_seq, 1, -1, 2 * head_dim), 2, dim=-1)
     gate = gate.reshape(n_seq, 1, -1)
-    q = mod.q_norm(q).transpose(1, 2)  # [B, Hq, 1, D]
-    k = mod.k_norm(key.view(n_seq, 1, -1, head_dim)).transpose(1, 2)  # [B, Hkv, 1, D]
+    q = _rms_norm(mod.q_norm, q).transpose(1, 2)  # [B, Hq, 1, D]
+    k = _rms_norm(mod.k_norm, key.view(n_seq, 1, -1, head_dim)).transpose(1, 2)  # [B, Hkv, 1, D]
     v = value.view(n_seq, 1, -1, head_dim).transpose(1, 2)
     q, k = _apply_rope(q, k, *rope)
     keys, values = pools.keys[index], pools.values[index]
