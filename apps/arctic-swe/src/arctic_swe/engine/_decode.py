@@ -47,9 +47,7 @@ _DERIVED = weakref.WeakKeyDictionary()
 class _Step:
     """Index tensors of one decode step: ``B`` sequences, one token each."""
 
-    def __init__(
-        self, slots: Sequence[int], starts: Sequence[int], device: torch.device
-    ) -> None:
+    def __init__(self, slots: Sequence[int], starts: Sequence[int], device: torch.device) -> None:
         self.size = len(slots)
         self.slots = torch.tensor(list(slots), dtype=torch.long, device=device)
         self.positions = torch.tensor(list(starts), dtype=torch.long, device=device)  # [B]
@@ -102,9 +100,7 @@ def decode_forward(
     return logits.float()
 
 
-def _derived(
-    owner: nn.Module, weights: Sequence[torch.Tensor], build: Any
-) -> torch.Tensor:
+def _derived(owner: nn.Module, weights: Sequence[torch.Tensor], build: Any) -> torch.Tensor:
     """``build(weights)``, cached on ``owner`` until one of ``weights`` is written (a refresh
     or an optimizer step bumps its version counter) or replaced."""
     key = tuple((id(w), w._version) for w in weights)
