@@ -118,7 +118,7 @@ def _project(owner: nn.Module, parts: Sequence[nn.Linear], x: torch.Tensor) -> l
     if any(p.bias is not None for p in parts) or len({w.dtype for w in weights}) > 1:
         return [part(x) for part in parts]
     fused = functional.linear(x, _derived(owner, weights, torch.cat))
-    return list(fused.split([w.shape[0] for w in weights], dim=-1))
+    return list(torch.split(fused, [w.shape[0] for w in weights], dim=-1))
 
 
 def _rms_norm(mod: Any, x: torch.Tensor) -> torch.Tensor:
