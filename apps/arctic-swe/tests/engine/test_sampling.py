@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from arctic_swe.engine import derive_seed, sample_tokens
@@ -48,3 +49,45 @@ def test_derived_seeds_are_distinct_and_reproducible() -> None:
     assert seeds == [derive_seed(0, n) for n in range(1000)]
     assert derive_seed(1, 5) != derive_seed(0, 5)
     assert all(0 <= s < 2**63 for s in seeds)
+
+
+def _reference_tokens(logits: torch.Tensor, generators: list[torch.Generator]) -> list[int]:
+    """The slow readable sampler: per row, the FP32 softmax weights, their float64 running sum,
+    one float64 uniform from the row's own stream, the first token whose running sum exceeds
+    it."""
+    tokens = []
+    for row, generator in zip(logits, generators, strict=True):
+        weights = (row.float() - row.float().max()).exp().double()
+        running = torch.cumsum(weights, 0)
+        target = float(torch.rand(1, generator=generator, dtype=torch.float64)) * float(running[-1])
+        tokens.append(int((running <= target).sum()))
+    return tokens
+
+
+@pytest.mark.parametrize("vocab", [3, 64, 100, 4096])
+@pytest.mark.parametrize("sharpness", [0.0, 1.0, 8.0])
+def test_batched_sampler_matches_the_per_row_reference_with_the_same_seeds(
+    vocab: int, sharpness: float
+) -> None:
+    logits = torch.randn(9, vocab, generator=torch.Generator().manual_seed(vocab)) * sharpness
+    seeds = [derive_seed(vocab, row) for row in range(9)]
+    tokens, logprobs = sample_tokens(
+        logits, [make_generator(s, torch.device("cpu")) for s in seeds]
+    )
+    expected = _reference_tokens(logits, [make_generator(s, torch.device("cpu")) for s in seeds])
+    assert tokens == expected
+    reference = torch.log_softmax(logits.double(), -1)
+    for row, (token, logprob) in enumerate(zip(tokens, logprobs, strict=True)):
+        assert abs(logprob - float(reference[row, token])) < 1e-6
+
+
+def test_zero_probability_tokens_are_never_drawn() -> None:
+    logits = torch.full((64, 130), -float("inf"))
+    logits[:, 65] = 0.0  # a lone finite logit in the middle of a block
+    logits[::2, 129] = 0.0  # and, in every other row, a second one in the padded last block
+    tokens, logprobs = sample_tokens(
+        logits, [make_generator(s, torch.device("cpu")) for s in range(64)]
+    )
+    assert set(tokens[1::2]) == {65}
+    assert set(tokens[::2]) == {65, 129}  # even odds over 32 rows
+    assert all(lp <= 0.0 and lp > -float("inf") for lp in logprobs)

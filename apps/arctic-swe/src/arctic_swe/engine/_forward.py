@@ -29,6 +29,7 @@ from torch.nn import functional
 from transformers.activations import ACT2FN
 from transformers.models.qwen3_5 import modeling_qwen3_5
 
+from arctic_swe.engine._decode import decode_forward
 from arctic_swe.engine._pools import CachePools
 from hybrid_numerics import chunk_gated_delta_rule, fused_recurrent_gated_delta_rule
 
@@ -78,8 +79,11 @@ def batched_forward(
     last token (the next-token distribution of that sequence).
 
     ``starts[b]`` must equal the number of tokens already in slot ``slots[b]`` (0 for a reset
-    slot); slots must be distinct.
+    slot); slots must be distinct. A step of one-token chunks (decode) takes
+    :func:`~arctic_swe.engine._decode.decode_forward`.
     """
+    if all(len(chunk) == 1 for chunk in chunks):
+        return decode_forward(model, pools, slots, [chunk[0] for chunk in chunks], starts)
     core: Any = model.get_submodule("model")  # the HF text model: modules, not a typed API
     device = core.embed_tokens.weight.device
     batch = _Batch(slots, chunks, starts, device)
