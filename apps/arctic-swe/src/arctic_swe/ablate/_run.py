@@ -69,6 +69,17 @@ def run_ablation(
             inputs,
             resume=resume,
             console=console,
-            on_update=lambda record, v=variant, s=state: on_event(VariantEvent(v, s, record)),
+            on_update=_relay(variant, state, on_event),
         )
     return {v: MetricsLog(plan.run_dir(v).metrics).read() for v in plan.configs}
+
+
+def _relay(
+    variant: str, state: VariantState, on_event: Callable[[VariantEvent], None]
+) -> Callable[[UpdateMetrics], None]:
+    """``run_overfit``'s per-update callback, as this variant's events."""
+
+    def seen(record: UpdateMetrics) -> None:
+        on_event(VariantEvent(variant, state, record))
+
+    return seen
