@@ -87,33 +87,25 @@ def _run_variants(plan: AblationPlan, inputs: Inputs, note: Console, where: list
     from arctic_swe.ablate._run import run_ablation
     from arctic_swe.metrics import MetricsLog
 
-    total = sum(config.run.updates for config in plan.configs.values())
+    offsets, total = {}, 0  # updates of the variants before each one, on the shared bar
+    for name, config in plan.configs.items():
+        offsets[name], total = total, total + config.run.updates
     with stage_progress(note) as progress:
         bar = progress.add_task("ablate", total=total, info="")
-        base = 0  # updates of the variants before the current one
 
         def seen(event: VariantEvent) -> None:
-            nonlocal base
-            config = plan.configs[event.variant]
-            if event.record is None:  # a variant starts (or is skipped)
-                base = sum(
-                    plan.configs[v].run.updates for v in list(plan.configs)[: _index(plan, event)]
-                )
-                done = len(MetricsLog(plan.run_dir(event.variant).metrics).read())
-                if event.state is VariantState.DONE:
-                    done = config.run.updates
-                note.print(f"variant {event.variant}: {event.state.value}", highlight=False)
-                step = done
-            else:
+            if event.record is not None:
                 step = event.record.step
+            elif event.state is VariantState.DONE:
+                step = plan.configs[event.variant].run.updates
+            else:  # starting or resuming: the updates its log already holds
+                step = len(MetricsLog(plan.run_dir(event.variant).metrics).read())
+            if event.record is None:
+                note.print(f"variant {event.variant}: {event.state.value}", highlight=False)
             where.append(f"in variant {event.variant} at update {step}")
-            progress.update(bar, completed=base + step, info=event.variant)
+            progress.update(bar, completed=offsets[event.variant] + step, info=event.variant)
 
         run_ablation(plan, inputs, console=note, on_event=seen)
-
-
-def _index(plan: AblationPlan, event: VariantEvent) -> int:
-    return list(plan.configs).index(event.variant)
 
 
 def _report(plan: AblationPlan) -> None:
