@@ -1,7 +1,7 @@
 """Nox sessions for the Arctic-SWE workspace (uv backend).
 
 Per member:  tests(package)  import_alone(package)  typecheck(package)  build(package)
-Workspace:   lint  integration  bench_smoke  nightly  differential (swe-formatcheck vs vLLM)
+Workspace:   lint  integration  bench_smoke  nightly  nightly_ablate  differential (swe-formatcheck vs vLLM)
 
 `import_alone` is the one that proves a piece can be lifted into another RL stack: a fresh
 environment holding only that member and its own dependencies imports it from outside the source
@@ -193,8 +193,26 @@ def differential(session: nox.Session) -> None:
     )
 
 
-@nox.session
+@nox.session(tags=["nightly"])
 def nightly(session: nox.Session) -> None:
     """The heavy cases (`slow` marker) across the whole workspace."""
     _sync_workspace(session)
     session.run("pytest", "-m", "slow", *session.posargs)
+
+
+@nox.session(tags=["nightly"])
+def nightly_ablate(session: nox.Session) -> None:
+    """The long stress-test ablation (`arctic-swe ablate --preset long`: the full recipe and
+    every broken variant, 360 updates each; hours, duration not measured) into
+    runs/nightly/<UTC date>/; the deck and the warm start in runs/nightly/ are built once and
+    shared by every night. Rerun the same day to resume. posargs go to `arctic-swe ablate`
+    (e.g. `-- --variants full,clip`). `nox -t nightly` runs it after the slow tests."""
+    import datetime
+
+    _sync_workspace(session)
+    root = ROOT / "runs" / "nightly"
+    day = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
+    session.run(
+        "arctic-swe", "ablate", "--preset", "long", "--out", str(root / day),
+        "--deck", str(root / "deck"), "--policy", str(root / "warmstart"), *session.posargs,
+    )  # fmt: skip

@@ -72,6 +72,8 @@ def _probe(argv: list[str], cwd: Path) -> dict[str, object]:
         (["overfit", "--help"], 0),
         (["evaluate", "--help"], 0),
         (["compare", "--help"], 0),
+        (["ablate", "--help"], 0),
+        (["ablate", "--variants", "full,nope", "--out", "ab"], 2),  # before torch, nothing written
         (["rollout", "--tasks", "0"], 2),
         (["overfit", "--threads", "ten"], 2),
         (["overfit", "--set", "nope", "--run-dir", "run"], 2),  # a config error: before torch

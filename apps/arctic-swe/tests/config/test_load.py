@@ -24,12 +24,12 @@ from arctic_swe.config import (
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 
-@pytest.mark.parametrize("name", ["tiny", "paper", "tiny-http"])
+@pytest.mark.parametrize("name", ["tiny", "paper", "tiny-http", "long"])
 def test_shipped_toml_files_equal_their_presets(name: str) -> None:
     assert load_toml(CONFIGS / f"{name}.toml") == preset(name)
 
 
-@pytest.mark.parametrize("name", ["tiny", "paper", "tiny-http"])
+@pytest.mark.parametrize("name", ["tiny", "paper", "tiny-http", "long"])
 def test_shipped_toml_files_spell_out_every_key(name: str) -> None:
     # equal after loading is not enough: a key added to the schema must appear in the file
     text = (CONFIGS / f"{name}.toml").read_text()
@@ -43,7 +43,7 @@ def test_paper_preset_has_the_papers_sizes() -> None:
 
 
 def test_toml_round_trip_of_every_preset(tmp_path: Path) -> None:
-    for name in ("tiny", "paper", "tiny-http"):
+    for name in ("tiny", "paper", "tiny-http", "long"):
         path = tmp_path / f"{name}.toml"
         path.write_text(to_toml(preset(name)))
         assert load_toml(path) == preset(name)

@@ -44,6 +44,8 @@ def test_the_pool_success_panel_and_headline_draw_the_interval(
     old = [make_record(i, 0.3) for i in range(1, 4)]  # no evaluations: no pool line, no error
     for path in plot_run(run, tmp_path / "a") + plot_compare({"new": run, "old": old}, tmp_path):
         assert path.read_bytes()[:8] == PNG
+
+
 def test_numerics_panels_plot_measured_updates_and_skip_the_rest(
     make_record: Record, tmp_path: Path
 ) -> None:

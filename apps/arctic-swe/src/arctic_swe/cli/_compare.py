@@ -1,13 +1,22 @@
-"""``arctic-swe compare``: overlay the curves of several runs and summarise each."""
+"""``arctic-swe compare``: overlay the curves of several runs and summarise each.
+
+:func:`read_runs` and :func:`write_comparison` are the reusable parts: ``arctic-swe ablate``
+compares its variants through them.
+"""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from arctic_swe.cli._execute import CommandError, user_errors
 from arctic_swe.cli._output import console
 from arctic_swe.cli._registry import Subparsers
+
+if TYPE_CHECKING:
+    from arctic_swe.metrics import ComparisonRow, UpdateMetrics
 
 
 def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
@@ -34,34 +43,49 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     return compare
 
 
-def run(args: argparse.Namespace) -> int:
-    from arctic_swe.metrics import (
-        MetricsError,
-        MetricsLog,
-        compare_table,
-        plot_compare,
-        run_labels,
-        summarize,
-        summary_table,
-    )
+def read_runs(
+    runs: Sequence[Path], labels: Sequence[str] = ()
+) -> dict[str, tuple[list[UpdateMetrics], dict[str, float]]]:
+    """label -> (the run's metrics, :func:`~arctic_swe.metrics.last_measured` of its raw log).
 
-    runs = {}
+    Raises :class:`CommandError` for a run without ``metrics.jsonl`` or without updates.
+    """
+    from arctic_swe.metrics import MetricsError, MetricsLog, last_measured, run_labels
+
+    found = {}
     with user_errors(MetricsError):
-        labels = run_labels([Path(name) for name in args.runs], args.labels)
-        for label, name in zip(labels, args.runs, strict=True):
-            path = Path(name) / "metrics.jsonl"
-            if not path.is_file():
-                raise CommandError(f"{name} has no metrics.jsonl")
-            records = MetricsLog(path).read()
+        for label, run in zip(run_labels(runs, labels), runs, strict=True):
+            log = MetricsLog(Path(run) / "metrics.jsonl")
+            if not log.path.is_file():
+                raise CommandError(f"{run} has no metrics.jsonl")
+            records = log.read()
             if not records:
-                raise CommandError(f"{name} has no updates yet")
-            runs[label] = records
+                raise CommandError(f"{run} has no updates yet")
+            found[label] = (records, last_measured(list(log.read_raw())))
+    return found
+
+
+def write_comparison(
+    runs: Mapping[str, tuple[list[UpdateMetrics], dict[str, float]]], out: Path
+) -> tuple[list[ComparisonRow], list[Path]]:
+    """One comparison row per run, and the overlay PNGs written into ``out``."""
+    from arctic_swe.metrics import comparison_row, plot_compare
+
+    rows = [comparison_row(label, records, measured) for label, (records, measured) in runs.items()]
+    return rows, plot_compare({label: records for label, (records, _) in runs.items()}, out)
+
+
+def run(args: argparse.Namespace) -> int:
+    from arctic_swe.metrics import compare_table, summarize, summary_table
+
+    runs = read_runs([Path(name) for name in args.runs], args.labels)
     out = console()
-    summaries = {label: summarize(records) for label, records in runs.items()}
+    summaries = {label: summarize(records) for label, (records, _) in runs.items()}
     for label, summary in summaries.items():
         out.print(summary_table(summary, title=label))
     # side by side: the measured pool success where a run logged it ("—" for older runs)
     out.print(compare_table(summaries))
-    for path in plot_compare(runs, Path(args.out)):
+    _, plots = write_comparison(runs, Path(args.out))
+    for path in plots:
         out.print(f"plot: {path}")
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,8 +14,11 @@ from arctic_swe.cli._output import console
 from arctic_swe.cli._registry import Subparsers
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from arctic_swe.config import RunConfig, RunDir
     from arctic_swe.metrics import RunSummary
+    from arctic_swe.orchestrator import Inputs
 
 
 def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
@@ -28,16 +32,26 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     overfit.add_argument(
         "--run-dir", default=DEFAULT_RUN_DIR, help="run directory (default: %(default)s)"
     )
-    overfit.add_argument(
+    add_config_options(overfit)
+    overfit.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
+    add_input_options(overfit)
+    for flag, (_, meaning) in ABLATIONS.items():
+        overfit.add_argument(flag, action="store_true", help=f"ablation: {meaning}")
+    return overfit
+
+
+def add_config_options(parser: argparse.ArgumentParser) -> None:
+    """``--preset``, ``--config`` and ``--set`` (shared with ``arctic-swe ablate``)."""
+    parser.add_argument(
         "--preset",
         default="tiny",
         help=(
-            "configuration preset: tiny, tiny-http (its engines as 2 HTTP servers) or paper "
-            "(default: %(default)s)"
+            "configuration preset: tiny, tiny-http (its engines as 2 HTTP servers), long (tiny "
+            "sizes, 360 updates) or paper (default: %(default)s)"
         ),
     )
-    overfit.add_argument("--config", default=None, help="TOML file on top of the preset")
-    overfit.add_argument(
+    parser.add_argument("--config", default=None, help="TOML file on top of the preset")
+    parser.add_argument(
         "--set",
         dest="overrides",
         action="append",
@@ -45,18 +59,21 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
         metavar="SECTION.FIELD=VALUE",
         help="override one config field (repeatable), e.g. --set trainer.lr=1e-4",
     )
-    overfit.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
-    overfit.add_argument(
+
+
+def add_input_options(parser: argparse.ArgumentParser) -> None:
+    """``--deck``, ``--policy``, ``--threads``, ``--warmstart-threads`` (shared with ablate)."""
+    parser.add_argument(
         "--deck",
         default=DEFAULT_DECK,
         help="deck directory, built if absent (default: %(default)s)",
     )
-    overfit.add_argument(
+    parser.add_argument(
         "--policy",
         default=DEFAULT_POLICY,
         help="warm-start checkpoint, trained if absent (default: %(default)s)",
     )
-    overfit.add_argument(
+    parser.add_argument(
         "--threads",
         type=positive_int,
         default=1,
@@ -64,16 +81,13 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
         "and the engine and trainer threads already run side by side (measured 1.3x faster "
         "than 2 on 2 cores) (default: %(default)s)",
     )
-    overfit.add_argument(
+    parser.add_argument(
         "--warmstart-threads",
         type=positive_int,
         default=2,
         help="torch CPU threads of the warm start, when --policy has to be built; SFT "
         "batches are large enough to split (default: %(default)s)",
     )
-    for flag, (_, meaning) in ABLATIONS.items():
-        overfit.add_argument(flag, action="store_true", help=f"ablation: {meaning}")
-    return overfit
 
 
 def ablation_overrides(args: argparse.Namespace) -> list[str]:
@@ -87,12 +101,19 @@ def ablation_overrides(args: argparse.Namespace) -> list[str]:
 
 def resolve_config(args: argparse.Namespace) -> RunConfig:
     """Preset, then ``--config``, then ablation flags, then ``--set`` (last wins)."""
-    from arctic_swe.config import apply_overrides, load_toml, preset
+    from arctic_swe.config import apply_overrides
+
+    return apply_overrides(base_config(args), [*ablation_overrides(args), *args.overrides])
+
+
+def base_config(args: argparse.Namespace) -> RunConfig:
+    """``--preset``, then ``--config`` on top (no flags, no ``--set``)."""
+    from arctic_swe.config import load_toml, preset
 
     config = preset(args.preset)
     if args.config:
         config = load_toml(args.config, base=config)
-    return apply_overrides(config, [*ablation_overrides(args), *args.overrides])
+    return config
 
 
 def run(args: argparse.Namespace) -> int:
@@ -120,46 +141,63 @@ def _open_run(args: argparse.Namespace) -> tuple[RunDir, RunConfig]:
         return prepare_run_dir(args.run_dir, config, resume=False), config
 
 
-def _train(args: argparse.Namespace, run_dir: RunDir, config: RunConfig) -> int:
-    """Build or reuse the deck and the warm start, then run the RL loop."""
-    import torch
-
+def run_errors() -> tuple[type[Exception], ...]:
+    """The typed errors a stress-test run reports as one ``error:`` line (imports torch)."""
     from arctic_swe.chat import ChatError
-    from arctic_swe.config import PROCEDURAL_DECK, RunConfigError
+    from arctic_swe.config import RunConfigError
     from arctic_swe.deck import DeckError
     from arctic_swe.metrics import MetricsError
     from arctic_swe.model import PolicyError
-    from arctic_swe.orchestrator import Inputs, SetupError, run_overfit
-    from arctic_swe.orchestrator._inputs import ensure_deck, ensure_policy
+    from arctic_swe.orchestrator import SetupError
     from arctic_swe.trainer import TrainerError
     from arctic_swe.warmstart import WarmStartError
 
-    note = console(stderr=True)
-    errors = (
+    return (
         ChatError, DeckError, MetricsError, PolicyError, RunConfigError, SetupError,
         TrainerError, WarmStartError,
     )  # fmt: skip
-    stage = "while building the deck"
-    with user_errors(*errors):
+
+
+def prepare_inputs(
+    args: argparse.Namespace,
+    config: RunConfig,
+    note: Console,
+    on_stage: Callable[[str], None] = lambda stage: None,
+) -> Inputs:
+    """Build or reuse the deck (``--deck``) and the warm start (``--policy``) a run trains
+    from, with ``--warmstart-threads``; leaves torch at ``--threads`` for the loop.
+    ``on_stage`` hears where an interrupt would stop (for the resume hint)."""
+    import torch
+
+    from arctic_swe.config import PROCEDURAL_DECK
+    from arctic_swe.orchestrator import Inputs
+    from arctic_swe.orchestrator._inputs import ensure_deck, ensure_policy
+
+    torch.set_num_threads(args.warmstart_threads)
+    deck_dir = Path(args.deck)
+    # A file of task rows (deck.source) is the pool; the procedural deck is then only
+    # needed to warm-start a policy that does not exist yet.
+    if config.deck.source == PROCEDURAL_DECK or not (Path(args.policy) / "config.json").is_file():
+        deck_dir = ensure_deck(deck_dir, config, note)
+    on_stage("in the warm start (it resumes where it stopped)")
+    policy_dir = ensure_policy(Path(args.policy), deck_dir, config, note)
+    torch.set_num_threads(args.threads)
+    return Inputs(deck_dir, policy_dir)
+
+
+def _train(args: argparse.Namespace, run_dir: RunDir, config: RunConfig) -> int:
+    """Build or reuse the deck and the warm start, then run the RL loop."""
+    from arctic_swe.orchestrator import run_overfit
+
+    note = console(stderr=True)
+    stage = ["while building the deck"]
+    with user_errors(*run_errors()):
         try:
-            torch.set_num_threads(args.warmstart_threads)
-            deck_dir = Path(args.deck)
-            # A file of task rows (deck.source) is the pool; the procedural deck is then only
-            # needed to warm-start a policy that does not exist yet.
-            if (
-                config.deck.source == PROCEDURAL_DECK
-                or not (Path(args.policy) / "config.json").is_file()
-            ):
-                deck_dir = ensure_deck(deck_dir, config, note)
-            stage = "in the warm start (it resumes where it stopped)"
-            policy_dir = ensure_policy(Path(args.policy), deck_dir, config, note)
-            stage = ""
-            torch.set_num_threads(args.threads)
-            result = run_overfit(
-                config, run_dir, Inputs(deck_dir, policy_dir), resume=args.resume, console=note
-            )
+            inputs = prepare_inputs(args, config, note, on_stage=lambda now: stage.append(now))
+            stage.append("")
+            result = run_overfit(config, run_dir, inputs, resume=args.resume, console=note)
         except KeyboardInterrupt:
-            where = stage or _last_update(run_dir.metrics)
+            where = stage[-1] or _last_update(run_dir.metrics)
             raise CommandInterruptedError(
                 f"{where}; resume with: {_resume_command(args)}"
             ) from None
@@ -179,8 +217,8 @@ def _train(args: argparse.Namespace, run_dir: RunDir, config: RunConfig) -> int:
         f" --threads {args.threads}"
     )
     note.print(
-        f"check the policy: arctic-swe evaluate {policy_dir} {run_dir.root} --deck {deck_dir}"
-        + (same if run.pool_eval_every > 0 else "")
+        f"check the policy: arctic-swe evaluate {inputs.policy_dir} {run_dir.root} "
+        f"--deck {inputs.deck_dir}" + (same if run.pool_eval_every > 0 else "")
     )
     return 0
 

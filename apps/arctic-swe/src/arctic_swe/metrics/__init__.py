@@ -1,5 +1,12 @@
 """Metrics of the RL loop: per-update JSON lines, PNG curves, a live display, a summary."""
 
+from arctic_swe.metrics._comparison import (
+    ComparisonRow,
+    comparison_markdown,
+    comparison_row,
+    comparison_table,
+    last_measured,
+)
 from arctic_swe.metrics._labels import run_labels
 from arctic_swe.metrics._live import LiveDisplay, TensorBoardSink, describe
 from arctic_swe.metrics._plots import PANELS, plot_compare, plot_numerics, plot_run
@@ -17,6 +24,7 @@ from arctic_swe.metrics._summary import (
 
 __all__ = [
     "PANELS",
+    "ComparisonRow",
     "LiveDisplay",
     "MetricsError",
     "MetricsLog",
@@ -26,7 +34,11 @@ __all__ = [
     "TensorBoardSink",
     "UpdateMetrics",
     "compare_table",
+    "comparison_markdown",
+    "comparison_row",
+    "comparison_table",
     "describe",
+    "last_measured",
     "plot_compare",
     "plot_numerics",
     "plot_run",

@@ -59,6 +59,7 @@ __all__ = [
     "_torch_engine",
     "open_components",
     "pool_tasks",
+    "routing_policy",
 ]
 
 
@@ -98,6 +99,11 @@ def _load_policy(config: RunConfig, path: Path) -> nn.Module:
         return load_fp32_policy(str(path), fp32_state=config.trainer.fp32_numerics)
     except CheckpointError as exc:
         raise SetupError(f"warm-start policy: {exc}") from exc
+
+
+def routing_policy(config: RunConfig) -> LeastLoaded | SessionHash:
+    """The router's placement policy ``engine.routing`` names (load-router; Arctic-SWE §3.3)."""
+    return SessionHash() if config.engine.routing == "session_hash" else LeastLoaded()
 
 
 def _evictor(config: RunConfig, task_ids: list[str]) -> Deck:
@@ -163,10 +169,9 @@ async def open_components(
             engines,
             pool,
         ):
-            policy = SessionHash() if config.engine.routing == "session_hash" else LeastLoaded()
             router = Router(
                 engines.engines,
-                policy,
+                routing_policy(config),
                 max_resident_per_engine=config.engine.max_resident,
                 version=version,
             )

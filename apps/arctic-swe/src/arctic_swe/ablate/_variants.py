@@ -1,0 +1,147 @@
+"""The named variants of ``arctic-swe ablate``: the full recipe and one broken recipe per
+ablation flag of ``arctic-swe overfit`` (Arctic-SWE §3.1: the full recipe climbs and holds on a
+small pool, each broken one is expected to climb, then collapse).
+
+A variant is the ``--set`` of its overfit flag (``arctic_swe.cli._defaults.ABLATIONS``, the one
+table of what each flag changes), so ``ablate`` and ``overfit --clip`` cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from arctic_swe.ablate._errors import AblateError
+from arctic_swe.cli._defaults import ABLATIONS
+from arctic_swe.config import RunConfig, apply_overrides
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One arm of the comparison: ``flag`` is the ``overfit`` flag it stands for (None: the
+    full recipe); ``test`` names the unit test showing that the flag changes what it says."""
+
+    name: str
+    flag: str | None
+    test: str
+
+    @property
+    def overrides(self) -> tuple[str, ...]:
+        """The ``section.field=value`` strings of this variant (empty for ``full``)."""
+        return () if self.flag is None else (ABLATIONS[self.flag][0],)
+
+    @property
+    def meaning(self) -> str:
+        return "the full recipe" if self.flag is None else ABLATIONS[self.flag][1]
+
+
+_T = "tests/"  # app tests, relative to apps/arctic-swe
+#: Every variant, in the order they run and are tabled.
+VARIANTS: dict[str, Variant] = {
+    v.name: v
+    for v in (
+        Variant("full", None, "-"),
+        Variant(
+            "clip", "--clip", _T + "trainer/test_ablation_flags.py::test_ppo_clip_changes_the_"
+            "gradient_of_tokens_outside_the_band",
+        ),
+        Variant(
+            "ungated", "--no-gated-reward", _T + "harness/test_ablations.py::test_ungated_reward_"
+            "grades_the_final_state_whatever_ended_the_episode",
+        ),
+        Variant(
+            "no-eviction", "--no-eviction", _T + "orchestrator/test_ablation_flags.py::"
+            "test_no_eviction_keeps_a_mastered_task_in_the_deck",
+        ),
+        Variant(
+            "bf16-state", "--no-fp32-numerics", _T + "orchestrator/test_ablation_flags.py::"
+            "test_bf16_state_rounds_the_engines_recurrent_cache",
+        ),
+        Variant(
+            "session-hash", "--session-hash", _T + "orchestrator/test_ablation_flags.py::"
+            "test_session_hash_places_a_group_by_its_hash_not_by_load",
+        ),
+        Variant(
+            "no-invalidation", "--no-cache-invalidation", _T + "engine/test_refresh.py::"
+            "test_stale_cache_ablation_samples_from_a_mixed_state",
+        ),
+        Variant(
+            "lenient", "--lenient-format", _T + "harness/test_ablations.py::test_lenient_format_"
+            "runs_a_repaired_edit_and_records_its_codes",
+        ),
+        Variant(
+            "rollout-mean", "--rollout-mean", _T + "trainer/test_ablation_flags.py::"
+            "test_rollout_mean_weighs_rollouts_not_tokens",
+        ),
+    )
+}  # fmt: skip
+
+#: What ``--variants`` defaults to: the full recipe and every broken recipe of §3.2-§3.3
+#: (``rollout-mean`` is an aggregation choice, not one of the paper's fixes: opt in).
+DEFAULT_VARIANTS: tuple[str, ...] = (
+    "full", "clip", "ungated", "no-eviction", "bf16-state", "session-hash", "no-invalidation",
+    "lenient",
+)  # fmt: skip
+
+#: The variant that needs more than one engine (on one engine it places groups like the recipe).
+_NEEDS_TWO_ENGINES = "session-hash"
+
+
+def parse_variants(text: str) -> tuple[str, ...]:
+    """``"full,clip"`` -> ``("full", "clip")``, in the canonical order of :data:`VARIANTS`.
+
+    Raises :class:`AblateError` for an unknown, repeated or empty name.
+    """
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise AblateError(f"--variants {text!r}: empty name; give e.g. full,clip")
+    unknown = [name for name in names if name not in VARIANTS]
+    if unknown:
+        raise AblateError(f"unknown variant {unknown[0]!r}; choose from {', '.join(VARIANTS)}")
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise AblateError(f"variant {repeated[0]!r} is given twice")
+    return tuple(name for name in VARIANTS if name in names)
+
+
+def shared_overrides(base: RunConfig, variants: Sequence[str]) -> tuple[str, ...]:
+    """Overrides every variant gets so that the budgets stay equal.
+
+    ``session-hash`` routing is only a different placement with at least two engines, so when
+    it is compared and the base has one engine, *every* variant runs on two: the recipe and
+    each ablation then share the engine count (and hence the generation budget). HTTP engines
+    given as ``engine.urls`` cannot be multiplied here: that is an :class:`AblateError`.
+    """
+    if _NEEDS_TWO_ENGINES not in variants or base.engine.engine_count >= 2:
+        return ()
+    if base.engine.kind == "inprocess":
+        return ("engine.engines=2",)
+    if base.engine.launch:
+        return ("engine.launch=2",)
+    raise AblateError(
+        "the session-hash variant needs >= 2 engines and engine.urls lists one; "
+        "list two URLs or leave session-hash out of --variants"
+    )
+
+
+def variant_configs(
+    base: RunConfig, variants: Sequence[str], overrides: Sequence[str] = ()
+) -> dict[str, RunConfig]:
+    """Each variant's configuration: ``base`` (preset, then ``--config``), the shared
+    overrides, the variant's own ``--set``, then the user's ``overrides`` — the precedence of
+    ``overfit`` (flags, then ``--set``). Raises :class:`AblateError` if two variants come out
+    equal (an override undid a variant) and ``RunConfigError`` for an invalid one."""
+    shared = shared_overrides(base, variants)
+    configs = {
+        name: apply_overrides(base, [*shared, *VARIANTS[name].overrides, *overrides])
+        for name in variants
+    }
+    seen: dict[RunConfig, str] = {}
+    for name, config in configs.items():
+        if config in seen:
+            raise AblateError(
+                f"variants {seen[config]!r} and {name!r} resolve to the same configuration "
+                "(a --set overrides what the variant changes)"
+            )
+        seen[config] = name
+    return configs

@@ -1,0 +1,147 @@
+"""``arctic-swe ablate``: the overfitting stress test for the full recipe and named broken
+variants, one after the other, then one comparison table and plot (Arctic-SWE §3.1)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from arctic_swe.ablate import DEFAULT_VARIANTS, VARIANTS
+from arctic_swe.cli._execute import CommandInterruptedError, user_errors
+from arctic_swe.cli._output import console
+from arctic_swe.cli._overfit import add_config_options, add_input_options
+from arctic_swe.cli._registry import Subparsers
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from arctic_swe.ablate import AblationPlan
+    from arctic_swe.ablate._run import VariantEvent
+    from arctic_swe.orchestrator import Inputs
+
+DEFAULT_OUT = "runs/ablate"
+COMPARISON = "comparison.md"
+
+
+def _variant_lines() -> str:
+    return "; ".join(f"{v.name} ({v.flag or 'no flag'}: {v.meaning})" for v in VARIANTS.values())
+
+
+def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
+    ablate = subparsers.add_parser(
+        "ablate",
+        help="run the stress test for the full recipe and broken variants, then compare them",
+        description="Run `arctic-swe overfit` once per variant, one after the other, from the "
+        "same deck, warm start, seed and number of updates, each into OUT/<variant>/ (a normal "
+        "run directory), then write one comparison table (printed, and OUT/comparison.md) and "
+        "the overlay plots OUT/compare_*.png. The same command again skips finished variants "
+        "and resumes an interrupted one. Variants: " + _variant_lines() + ". session-hash "
+        "needs 2 engines: if the base config has 1, every variant runs on 2 so the budgets "
+        "stay equal.",
+    )
+    ablate.add_argument(
+        "--out",
+        default=DEFAULT_OUT,
+        help="ablation directory: OUT/ablation.json, OUT/<variant>/, OUT/comparison.md; a "
+        "directory holding another ablation or anything else is refused (default: %(default)s)",
+    )
+    ablate.add_argument(
+        "--variants",
+        default=",".join(DEFAULT_VARIANTS),
+        metavar="A,B,...",
+        help=f"comma-separated variants, run in the order {', '.join(VARIANTS)} "
+        "(default: %(default)s)",
+    )
+    add_config_options(ablate)
+    add_input_options(ablate)
+    return ablate
+
+
+def run(args: argparse.Namespace) -> int:
+    plan = _plan(args)  # every bad input fails here, before torch loads or a deck is built
+    note = console(stderr=True)
+    from arctic_swe.cli._overfit import prepare_inputs, run_errors
+
+    where = ["while building the deck or the warm start"]
+    with user_errors(*run_errors()):
+        try:
+            # the deck and the warm start read only run.seed and the deck section, which no
+            # variant changes: every variant trains from the same two
+            inputs = prepare_inputs(args, next(iter(plan.configs.values())), note)
+            _run_variants(plan, inputs, note, where)
+        except KeyboardInterrupt:
+            raise CommandInterruptedError(
+                f"{where[-1]}; resume with the same command: {_resume_command()}"
+            ) from None
+    _report(plan)
+    return 0
+
+
+def _run_variants(plan: AblationPlan, inputs: Inputs, note: Console, where: list[str]) -> None:
+    """Every variant in turn under one progress bar (updates of all variants together)."""
+    from arctic_swe._progress import stage_progress
+    from arctic_swe.ablate import VariantState
+    from arctic_swe.ablate._run import run_ablation
+    from arctic_swe.metrics import MetricsLog
+
+    offsets, total = {}, 0  # updates of the variants before each one, on the shared bar
+    for name, config in plan.configs.items():
+        offsets[name], total = total, total + config.run.updates
+    with stage_progress(note) as progress:
+        bar = progress.add_task("ablate", total=total, info="")
+
+        def seen(event: VariantEvent) -> None:
+            if event.record is not None:
+                step = event.record.step
+            elif event.state is VariantState.DONE:
+                step = plan.configs[event.variant].run.updates
+            else:  # starting or resuming: the updates its log already holds
+                step = len(MetricsLog(plan.run_dir(event.variant).metrics).read())
+            if event.record is None:
+                note.print(f"variant {event.variant}: {event.state.value}", highlight=False)
+            where.append(f"in variant {event.variant} at update {step}")
+            progress.update(bar, completed=offsets[event.variant] + step, info=event.variant)
+
+        run_ablation(plan, inputs, console=note, on_event=seen)
+
+
+def _report(plan: AblationPlan) -> None:
+    """The comparison of every variant: one table (printed and OUT/comparison.md), the plots."""
+    from arctic_swe.cli._compare import read_runs, write_comparison
+    from arctic_swe.metrics import comparison_markdown, comparison_table
+
+    runs = read_runs([plan.run_dir(v).root for v in plan.configs], list(plan.configs))
+    rows, plots = write_comparison(runs, plan.out)
+    out = console()
+    out.print(comparison_table(rows, title=f"arctic-swe ablate: {plan.out}"))
+    (plan.out / COMPARISON).write_text(comparison_markdown(rows))
+    note = console(stderr=True)
+    note.print(f"table: {plan.out / COMPARISON}")
+    for path in plots:
+        note.print(f"plot: {path}")
+
+
+def _resume_command() -> str:
+    return shlex.join(["arctic-swe", *sys.argv[1:]])
+
+
+def _plan(args: argparse.Namespace) -> AblationPlan:
+    """Variants, their configs and the opened ``--out`` (manifest written or matched)."""
+    from arctic_swe.ablate import (
+        AblateError,
+        AblationPlan,
+        open_plan,
+        parse_variants,
+        variant_configs,
+    )
+    from arctic_swe.cli._overfit import base_config
+    from arctic_swe.config import RunConfigError
+
+    with user_errors(AblateError, RunConfigError):
+        variants = parse_variants(args.variants)
+        configs = variant_configs(base_config(args), variants, args.overrides)
+        plan = AblationPlan(Path(args.out), configs, Path(args.deck), Path(args.policy))
+        return open_plan(plan)

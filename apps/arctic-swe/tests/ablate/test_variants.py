@@ -1,0 +1,97 @@
+"""Tests for ``arctic_swe.ablate._variants``: each variant is its overfit flag's one change,
+session-hash moves every variant to two engines, and bad names are typed errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from arctic_swe.ablate import (
+    DEFAULT_VARIANTS,
+    VARIANTS,
+    AblateError,
+    parse_variants,
+    variant_configs,
+)
+from arctic_swe.cli._defaults import ABLATIONS
+from arctic_swe.config import RunConfig, RunConfigError, apply_overrides, preset, to_mapping
+
+
+def _flat(config: RunConfig) -> dict[str, Any]:
+    return {f"{s}.{k}": v for s, values in to_mapping(config).items() for k, v in values.items()}
+
+
+def _field(assignment: str) -> str:
+    return assignment.partition("=")[0]
+
+
+subsets = st.lists(st.sampled_from(list(VARIANTS)), min_size=1, unique=True)
+
+
+@given(names=subsets, lr=st.sampled_from([None, 3e-5, 2e-4]))
+def test_each_variant_differs_from_the_base_in_its_flags_field_only(
+    names: list[str], lr: float | None
+) -> None:
+    variants = parse_variants(",".join(names))
+    assert list(variants) == [name for name in VARIANTS if name in names]  # canonical order
+    overrides = [] if lr is None else [f"trainer.lr={lr}"]
+    configs = variant_configs(RunConfig(), variants, overrides)
+    assert list(configs) == list(variants)
+    two_engines = "session-hash" in variants
+    base = _flat(apply_overrides(RunConfig(), overrides))
+    for name, config in configs.items():
+        flat = _flat(config)
+        changed = {key for key in flat if flat[key] != base[key]}
+        expected = {_field(a) for a in VARIANTS[name].overrides}
+        assert changed == expected | ({"engine.engines"} if two_engines else set())
+        assert config.engine.engines == (2 if two_engines else 1)
+        if VARIANTS[name].flag is not None:  # the same change as `overfit <flag>`
+            assert VARIANTS[name].overrides == (ABLATIONS[VARIANTS[name].flag][0],)
+
+
+def test_every_overfit_flag_has_a_variant_and_the_default_is_the_papers_list() -> None:
+    assert {v.flag for v in VARIANTS.values()} == {None, *ABLATIONS}
+    assert DEFAULT_VARIANTS[0] == "full"
+    assert set(DEFAULT_VARIANTS) == set(VARIANTS) - {"rollout-mean"}
+
+
+def test_session_hash_with_launched_http_engines_launches_two() -> None:
+    configs = variant_configs(preset("tiny-http"), ("full", "session-hash"))
+    assert all(config.engine.launch == 2 for config in configs.values())
+    one = apply_overrides(preset("tiny-http"), ["engine.launch=1"])
+    configs = variant_configs(one, ("full", "session-hash"))
+    assert [config.engine.launch for config in configs.values()] == [2, 2]
+
+
+def test_session_hash_with_a_single_engine_url_is_refused() -> None:
+    base = apply_overrides(RunConfig(), ["engine.kind=http", 'engine.urls=["http://h:1"]'])
+    with pytest.raises(AblateError, match="session-hash variant needs >= 2 engines"):
+        variant_configs(base, ("full", "session-hash"))
+    assert list(variant_configs(base, ("full", "clip"))) == ["full", "clip"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("full,nope", "unknown variant 'nope'"),
+        ("full,,clip", "empty name"),
+        ("clip,clip", "'clip' is given twice"),
+        ("", "empty name"),
+    ],
+)
+def test_bad_variant_lists_are_typed_errors(text: str, message: str) -> None:
+    with pytest.raises(AblateError, match=message):
+        parse_variants(text)
+
+
+def test_an_override_that_undoes_a_variant_is_refused() -> None:
+    with pytest.raises(AblateError, match="'full' and 'clip' resolve to the same"):
+        variant_configs(RunConfig(), ("full", "clip"), ["trainer.ratio_control=ppo_clip"])
+
+
+def test_an_override_that_breaks_session_hash_is_a_config_error() -> None:
+    with pytest.raises(RunConfigError, match=r"engine\.routing"):
+        variant_configs(RunConfig(), ("full", "session-hash"), ["engine.engines=1"])
