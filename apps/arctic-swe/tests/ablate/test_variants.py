@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -31,23 +32,25 @@ def _field(assignment: str) -> str:
 subsets = st.lists(st.sampled_from(list(VARIANTS)), min_size=1, unique=True)
 
 
-@given(names=subsets, lr=st.sampled_from([None, 3e-5, 2e-4]))
+@given(names=subsets, lr=st.sampled_from([None, 3e-5, 2e-4]), engines=st.sampled_from([1, 2]))
 def test_each_variant_differs_from_the_base_in_its_flags_field_only(
-    names: list[str], lr: float | None
+    names: list[str], lr: float | None, engines: int
 ) -> None:
     variants = parse_variants(",".join(names))
     assert list(variants) == [name for name in VARIANTS if name in names]  # canonical order
     overrides = [] if lr is None else [f"trainer.lr={lr}"]
-    configs = variant_configs(RunConfig(), variants, overrides)
+    start = attrs.evolve(RunConfig(), engine=attrs.evolve(RunConfig().engine, engines=engines))
+    configs = variant_configs(start, variants, overrides)
     assert list(configs) == list(variants)
-    two_engines = "session-hash" in variants
-    base = _flat(apply_overrides(RunConfig(), overrides))
+    # a one-engine base gets a second engine for every variant when session-hash is among them
+    two_engines = engines == 1 and "session-hash" in variants
+    base = _flat(apply_overrides(start, overrides))
     for name, config in configs.items():
         flat = _flat(config)
         changed = {key for key in flat if flat[key] != base[key]}
         expected = {_field(a) for a in VARIANTS[name].overrides}
         assert changed == expected | ({"engine.engines"} if two_engines else set())
-        assert config.engine.engines == (2 if two_engines else 1)
+        assert config.engine.engines == (2 if two_engines else engines)
         if VARIANTS[name].flag is not None:  # the same change as `overfit <flag>`
             assert VARIANTS[name].overrides == (ABLATIONS[VARIANTS[name].flag][0],)
 

@@ -5,53 +5,51 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from arctic_swe.metrics import comparison_markdown, comparison_row, comparison_table, last_measured
+from arctic_swe.metrics import comparison_markdown, comparison_row, comparison_table
 
 from .conftest import record
 
 
-def _rows(measured: dict[str, float] | None = None) -> list:  # type: ignore[type-arg]
-    climbs = [record(step, 0.1 * step) for step in range(1, 11)]
+def _rows(**pool: object) -> list:  # type: ignore[type-arg]
+    climbs = [record(step, 0.1 * step, **(pool if step == 10 else {})) for step in range(1, 11)]
     collapses = [record(step, 0.8 if step < 6 else 0.1) for step in range(1, 11)]
-    return [comparison_row("full", climbs, measured), comparison_row("clip", collapses)]
+    return [comparison_row("full", climbs), comparison_row("clip", collapses)]
 
 
-def test_last_measured_reads_the_newest_numeric_fields_only() -> None:
-    rows = [
-        {"pool_success": 0.25, "pool_success_low": 0.1, "pool_success_high": 0.4},
-        {"pool_success": 0.5, "replay_adjusted": 0.75},
-        {"pool_success": None, "pool_success_low": True, "step": 3},
-    ]
-    assert last_measured(rows) == {
-        "pool_success": 0.5,
-        "pool_success_low": 0.1,
-        "pool_success_high": 0.4,
-        "replay_adjusted": 0.75,
-    }
-    assert last_measured([{"reward": 1.0}]) == {}
+def _cells(markdown: str) -> tuple[list[str], list[str], list[str]]:
+    header, _, full, clip = markdown.splitlines()
+    return (header.strip("| ").split(" | "), full.strip("| ").split(" | "),
+            clip.strip("| ").split(" | "))  # fmt: skip
 
 
-def test_without_measured_fields_the_table_shows_the_reward_windows() -> None:
-    markdown = comparison_markdown(_rows())
-    lines = markdown.splitlines()
-    assert len(lines) == 4  # header, rule, two runs
-    assert "pool success" not in lines[0]
-    assert "pool reward first → last 2 (peak)" in lines[0]
-    full, clip = lines[2].split(" | "), lines[3].split(" | ")
-    assert (full[0], clip[0]) == ("| full", "| clip")
-    # windows of 2 of 10 updates; the pool (eviction-adjusted) reward is the batch's + 0.1
-    assert full[2:5] == ["0.250 → 1.000 (1.000)", "yes", "0.150 → 0.950"]
-    assert clip[2:5] == ["0.900 → 0.200 (0.900)", "NO", "0.800 → 0.100"]
+def test_without_measured_fields_the_pool_columns_say_not_measured() -> None:
+    header, full, clip = _cells(comparison_markdown(_rows()))
+    assert (full[0], clip[0]) == ("full", "clip")
+    column = dict(zip(header, zip(full, clip, strict=True), strict=True))
+    for name in (
+        "pool success first → final (peak), 95 % CI",
+        "held (final >= 0.9 x peak)",
+    ):
+        assert column[name] == ("not measured", "not measured")
+    # windows of 2 of 10 updates; the imputed (eviction-adjusted) reward is the batch's + 0.1,
+    # and its old criterion is labelled as imputed, never as the verdict
+    assert column["imputed pool reward first → last 2 (peak)"] == (
+        "0.250 → 1.000 (1.000)", "0.900 → 0.200 (0.900)")  # fmt: skip
+    assert column["imputed held"] == ("yes", "NO")
+    assert column["batch reward first → last"] == ("0.150 → 0.950", "0.800 → 0.100")
 
 
 def test_measured_pool_success_is_a_column_with_its_interval() -> None:
-    measured = {"pool_success": 0.5, "pool_success_low": 0.38, "pool_success_high": 0.62}
-    markdown = comparison_markdown(_rows({**measured, "replay_adjusted": 0.7}))
-    header, _, full, clip = markdown.splitlines()
-    assert "pool success (95 % CI)" in header
-    assert "0.500 [0.380, 0.620]" in full
-    assert "0.700" in full
-    assert clip.count("not measured") == 2  # pool success and replay-adjusted
+    measured = {"pool_success": 0.5, "pool_success_low": 0.38, "pool_success_high": 0.62,
+                "pool_eval_step": 10, "pool_eval_version": 10, "pool_eval_solved": 16,
+                "pool_eval_rollouts": 32, "replay_adjusted": 0.7}  # fmt: skip
+    header, full, clip = _cells(comparison_markdown(_rows(**measured)))
+    column = dict(zip(header, zip(full, clip, strict=True), strict=True))
+    # one evaluation: first = peak = final = 16 / 32 with its Wilson interval; held (1 >= 0.9)
+    one = "0.500 [0.34-0.66]"
+    assert column["pool success first → final (peak), 95 % CI"][0] == f"{one} → {one} ({one})"
+    assert column["held (final >= 0.9 x peak)"] == ("yes", "not measured")
+    assert column["replay-adjusted, last window"] == ("0.700", "not measured")
 
 
 def test_the_rich_table_holds_the_markdown_cells() -> None:

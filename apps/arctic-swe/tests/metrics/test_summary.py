@@ -11,7 +11,14 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from arctic_swe._wilson import wilson_interval
-from arctic_swe.metrics import UpdateMetrics, compare_table, pool_verdict, summarize, summary_table
+from arctic_swe.metrics import (
+    UpdateMetrics,
+    comparison_row,
+    comparison_table,
+    pool_verdict,
+    summarize,
+    summary_table,
+)
 
 Record = Callable[..., UpdateMetrics]
 
@@ -136,7 +143,7 @@ def test_tables_say_not_measured_and_show_replay_adjusted(make_record: Record) -
         assert words in text
     console = Console(record=True, width=160)
     console.print(summary_table(summarize(measured)))
-    console.print(compare_table({"old": summarize(old), "new": summarize(measured)}))
+    console.print(comparison_table([comparison_row("old", old), comparison_row("new", measured)]))
     text = console.export_text()
     assert "0.625 [0.45-0.77]" in text  # 20 / 32 with its Wilson interval
     assert "held (final >= 0.9 x peak, last third)" in text

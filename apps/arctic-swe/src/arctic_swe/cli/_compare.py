@@ -43,14 +43,12 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     return compare
 
 
-def read_runs(
-    runs: Sequence[Path], labels: Sequence[str] = ()
-) -> dict[str, tuple[list[UpdateMetrics], dict[str, float]]]:
-    """label -> (the run's metrics, :func:`~arctic_swe.metrics.last_measured` of its raw log).
+def read_runs(runs: Sequence[Path], labels: Sequence[str] = ()) -> dict[str, list[UpdateMetrics]]:
+    """label -> the run's metrics (old logs read back with the later fields' defaults).
 
     Raises :class:`CommandError` for a run without ``metrics.jsonl`` or without updates.
     """
-    from arctic_swe.metrics import MetricsError, MetricsLog, last_measured, run_labels
+    from arctic_swe.metrics import MetricsError, MetricsLog, run_labels
 
     found = {}
     with user_errors(MetricsError):
@@ -61,31 +59,30 @@ def read_runs(
             records = log.read()
             if not records:
                 raise CommandError(f"{run} has no updates yet")
-            found[label] = (records, last_measured(list(log.read_raw())))
+            found[label] = records
     return found
 
 
 def write_comparison(
-    runs: Mapping[str, tuple[list[UpdateMetrics], dict[str, float]]], out: Path
+    runs: Mapping[str, list[UpdateMetrics]], out: Path
 ) -> tuple[list[ComparisonRow], list[Path]]:
     """One comparison row per run, and the overlay PNGs written into ``out``."""
     from arctic_swe.metrics import comparison_row, plot_compare
 
-    rows = [comparison_row(label, records, measured) for label, (records, measured) in runs.items()]
-    return rows, plot_compare({label: records for label, (records, _) in runs.items()}, out)
+    rows = [comparison_row(label, records) for label, records in runs.items()]
+    return rows, plot_compare(dict(runs), out)
 
 
 def run(args: argparse.Namespace) -> int:
-    from arctic_swe.metrics import compare_table, summarize, summary_table
+    from arctic_swe.metrics import comparison_table, summary_table
 
     runs = read_runs([Path(name) for name in args.runs], args.labels)
     out = console()
-    summaries = {label: summarize(records) for label, (records, _) in runs.items()}
-    for label, summary in summaries.items():
-        out.print(summary_table(summary, title=label))
-    # side by side: the measured pool success where a run logged it ("—" for older runs)
-    out.print(compare_table(summaries))
-    _, plots = write_comparison(runs, Path(args.out))
+    rows, plots = write_comparison(runs, Path(args.out))
+    for row in rows:
+        out.print(summary_table(row.summary, title=row.label))
+    # side by side: the measured pool success where a run logged it ("not measured" otherwise)
+    out.print(comparison_table(rows, title="runs"))
     for path in plots:
         out.print(f"plot: {path}")
     return 0

@@ -5,7 +5,6 @@ from arctic_swe.metrics._comparison import (
     comparison_markdown,
     comparison_row,
     comparison_table,
-    last_measured,
 )
 from arctic_swe.metrics._labels import run_labels
 from arctic_swe.metrics._live import LiveDisplay, TensorBoardSink, describe
@@ -15,7 +14,6 @@ from arctic_swe.metrics._summary import (
     PoolFigure,
     PoolVerdict,
     RunSummary,
-    compare_table,
     pool_points,
     pool_verdict,
     summarize,
@@ -33,12 +31,10 @@ __all__ = [
     "RunSummary",
     "TensorBoardSink",
     "UpdateMetrics",
-    "compare_table",
     "comparison_markdown",
     "comparison_row",
     "comparison_table",
     "describe",
-    "last_measured",
     "plot_compare",
     "plot_numerics",
     "plot_run",

@@ -1,18 +1,17 @@
 """One table comparing several runs (``arctic-swe ablate``, ``arctic-swe compare``): a row per
 run with the stress test's verdict figures, as rich and as markdown.
 
-The pool figure is the measured pool success (``pool_success`` with its 95 % interval
-``pool_success_low`` / ``pool_success_high`` in ``metrics.jsonl``) where a run has it, and the
-eviction-adjusted reward windows of :func:`summarize` otherwise; ``replay_adjusted`` is shown
-when present. Those fields are read from the raw JSON lines, so logs written before they existed
-(and runs of other versions) compare side by side.
+The pool figures are the run's **measured** pool success (:class:`PoolVerdict` of
+:func:`summarize`: first, peak and final evaluations with their Wilson 95 % intervals, and the
+verdict ``held``) and the last window of ``replay_adjusted``; a run without evaluations (or a
+log written before them) shows "not measured" there. The imputed eviction-adjusted reward
+windows and their old criterion follow, labelled as imputed, never as the verdict.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from rich.table import Table
 
@@ -24,72 +23,65 @@ NOT_MEASURED = "not measured"
 
 @dataclass(frozen=True)
 class ComparisonRow:
-    """One run: its summary, and the last measured pool success (rate, 95 % low, high) and
-    replay-adjusted figure when its log carries them."""
+    """One run: its summary (with the measured pool verdict, if any) and its mean masked
+    fraction."""
 
     label: str
     summary: RunSummary
     masked_frac: float  # mean IcePop-masked (or clipped) fraction of trained tokens
-    pool_success: tuple[float, float, float] | None = None
-    replay_adjusted: float | None = None
 
 
-def last_measured(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The newest value of each optional measured field in raw ``metrics.jsonl`` rows."""
-    found: dict[str, Any] = {}
-    for row in rows:
-        for key in ("pool_success", "pool_success_low", "pool_success_high", "replay_adjusted"):
-            if isinstance(row.get(key), (int, float)) and not isinstance(row.get(key), bool):
-                found[key] = float(row[key])
-    return found
-
-
-def comparison_row(
-    label: str, records: Sequence[UpdateMetrics], measured: Mapping[str, float] | None = None
-) -> ComparisonRow:
-    """The row of one non-empty run; ``measured`` is :func:`last_measured` of its raw log."""
-    measured = measured or {}
-    pool = None
-    if "pool_success" in measured:
-        rate = measured["pool_success"]
-        pool = (
-            rate,
-            measured.get("pool_success_low", rate),
-            measured.get("pool_success_high", rate),
-        )
+def comparison_row(label: str, records: Sequence[UpdateMetrics]) -> ComparisonRow:
+    """The row of one non-empty run."""
     return ComparisonRow(
         label=label,
         summary=summarize(records),
         masked_frac=sum(r.masked_frac for r in records) / len(records),
-        pool_success=pool,
-        replay_adjusted=measured.get("replay_adjusted"),
     )
 
 
+def _held(held: bool | None) -> str:
+    return NOT_MEASURED if held is None else ("yes" if held else "NO")
+
+
+def _pool_cells(rows: Sequence[ComparisonRow]) -> list[tuple[str, list[str]]]:
+    """Measured pool success first → final (peak), each with its Wilson 95 % interval, the
+    verdict, and the last window of replay-adjusted reward."""
+    pools = []
+    for row in rows:
+        pool = row.summary.pool
+        pools.append(
+            NOT_MEASURED if pool is None
+            else f"{pool.first.describe()} → {pool.final.describe()} ({pool.peak.describe()})"
+        )  # fmt: skip
+    replay = [
+        NOT_MEASURED if r.summary.replay_final_window is None
+        else f"{r.summary.replay_final_window:.3f}"
+        for r in rows
+    ]  # fmt: skip
+    return [
+        ("pool success first → final (peak), 95 % CI", pools),
+        ("held (final >= 0.9 x peak)", [_held(r.summary.held) for r in rows]),
+        ("replay-adjusted, last window", replay),
+    ]
+
+
 def _columns(rows: Sequence[ComparisonRow]) -> list[tuple[str, list[str]]]:
-    """(header, one cell per row), the optional measured columns only if some run has them."""
+    """(header, one cell per row)."""
     window = rows[0].summary.window if rows else 1
-    columns = [
+    return [
         ("run", [r.label for r in rows]),
         ("updates", [str(r.summary.updates) for r in rows]),
-    ]
-    if any(r.pool_success is not None for r in rows):
-        columns.append(("pool success (95 % CI)", [_pool(r) for r in rows]))
-    if any(r.replay_adjusted is not None for r in rows):
-        cells = [
-            NOT_MEASURED if r.replay_adjusted is None else f"{r.replay_adjusted:.3f}" for r in rows
-        ]
-        columns.append(("replay-adjusted", cells))
-    columns += [
+        *_pool_cells(rows),
         (
-            f"pool reward first → last {window} (peak)",
+            f"imputed pool reward first → last {window} (peak)",
             [
                 f"{r.summary.first_window:.3f} → {r.summary.final_window:.3f} "
                 f"({r.summary.peak_window:.3f})"
                 for r in rows
             ],
         ),
-        ("held", ["yes" if r.summary.held else "NO" for r in rows]),
+        ("imputed held", ["yes" if r.summary.adjusted_held else "NO" for r in rows]),
         (
             "batch reward first → last",
             [
@@ -105,14 +97,6 @@ def _columns(rows: Sequence[ComparisonRow]) -> list[tuple[str, list[str]]]:
         ),
         ("wall", [f"{r.summary.wall_seconds:.0f} s" for r in rows]),
     ]
-    return columns
-
-
-def _pool(row: ComparisonRow) -> str:
-    if row.pool_success is None:
-        return NOT_MEASURED
-    rate, low, high = row.pool_success
-    return f"{rate:.3f} [{low:.3f}, {high:.3f}]"
 
 
 def comparison_table(rows: Sequence[ComparisonRow], title: str = "comparison") -> Table:
@@ -120,7 +104,11 @@ def comparison_table(rows: Sequence[ComparisonRow], title: str = "comparison") -
     table = Table(title=title, show_header=True)
     columns = _columns(rows)
     for index, (header, _) in enumerate(columns):
-        table.add_column(header, justify="left" if index == 0 else "right")
+        if index == 0:  # the run's label is never wrapped, whatever the terminal's width
+            width = max([len(header), *(len(cell) for cell in columns[0][1])])
+            table.add_column(header, justify="left", no_wrap=True, min_width=width)
+        else:
+            table.add_column(header, justify="right")
     for cells in zip(*(cells for _, cells in columns), strict=True):
         table.add_row(*cells)
     return table

@@ -10,7 +10,7 @@ same with probed retired tasks at their replay rate) are reported beside it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.table import Table
@@ -212,27 +212,4 @@ def summary_table(summary: RunSummary, title: str = "arctic-swe overfit") -> Tab
     ]
     for name, value in rows:
         table.add_row(name, value)
-    return table
-
-
-def compare_table(summaries: Mapping[str, RunSummary], title: str = "runs") -> Table:
-    """One row per run (``arctic-swe compare``): measured pool success first / peak / final
-    with intervals and the verdict, then the replay-adjusted and imputed final windows."""
-    table = Table(title=title)
-    for name in ("run", "updates", "pool first", "pool peak", "pool final", "held"):
-        table.add_column(name, justify="left" if name == "run" else "right")
-    table.add_column("replay-adj. last", justify="right")
-    table.add_column("imputed last", justify="right")
-    for label, summary in summaries.items():
-        pool = summary.pool
-        cells = ["—"] * 3 if pool is None else [f.describe() for f in (pool.first, pool.peak, pool.final)]  # fmt: skip
-        replay = summary.replay_final_window
-        table.add_row(
-            label,
-            str(summary.updates),
-            *cells,
-            _held_text(summary.held),
-            "—" if replay is None else f"{replay:.3f}",
-            f"{summary.final_window:.3f}",
-        )
     return table
