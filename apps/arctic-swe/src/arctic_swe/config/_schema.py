@@ -25,7 +25,7 @@ class RunSection:
     """The run as a whole: seed, length, checkpoints and the off-policy cap."""
 
     seed: int = 0
-    updates: int = 36  # optimizer steps of the stress test (fits 15 min on 2 cores; README)
+    updates: int = 36  # optimizer steps of the stress test (end-to-end time: README)
     # Groups older than this many versions are dropped (Arctic-SWE §3.3). Tiny: 2, inside the
     # lag the look-ahead produces, so the cap fires on overtaken groups (README, "What the
     # defenses do at this scale"); the paper preset keeps the paper's 4.
