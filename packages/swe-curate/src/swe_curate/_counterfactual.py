@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 
+from swe_curate._ast_safe import parse_source
 from swe_curate._source import ChangedFunction, PatchedTree, same_program, splice_function
 
 
@@ -131,7 +132,7 @@ def render_variants(
                     continue
                 if same_program(new_text, tree.buggy.get(func.path, "")):
                     continue
-                key = func.path + "\0" + ast.dump(ast.parse(new_text))
+                key = func.path + "\0" + ast.dump(parse_source(new_text))
                 if key in seen:
                     continue
                 seen.add(key)

@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 
+from swe_curate._ast_safe import literal_eval, parse_source
 from swe_curate._errors import CurateError, ScorerError
 from swe_curate._issue import IssueExample
 from swe_curate._probe import (
@@ -43,7 +44,7 @@ class ProbeCase:
 
     def call_source(self) -> str:
         """``qualname(arg, ...)`` as Python source."""
-        args = ast.literal_eval(self.args)
+        args = literal_eval(self.args)
         return f"{self.qualname}({', '.join(repr(a) for a in args)})"
 
 
@@ -99,7 +100,7 @@ def candidate_cases(
             if text in seen:
                 continue
             try:
-                ast.literal_eval(text)
+                literal_eval(text)
             except (ValueError, SyntaxError):
                 continue
             seen.add(text)
@@ -110,7 +111,7 @@ def candidate_cases(
 def _literal_calls(name: str, sources: Iterable[str]) -> Iterable[tuple[Any, ...]]:
     for source in sources:
         try:
-            module = ast.parse(source)
+            module = parse_source(source)
         except SyntaxError:
             continue
         for node in ast.walk(module):
@@ -124,7 +125,7 @@ def _literal_calls(name: str, sources: Iterable[str]) -> Iterable[tuple[Any, ...
             if called != name:
                 continue
             try:
-                yield tuple(ast.literal_eval(arg) for arg in node.args)
+                yield tuple(literal_eval(arg) for arg in node.args)
             except (ValueError, TypeError, SyntaxError):
                 continue
 
@@ -203,7 +204,7 @@ class ProbeResult:
         if not self.ok:
             return True
         try:
-            return repr(ast.literal_eval(self.value)) == self.value
+            return repr(literal_eval(self.value)) == self.value
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             return False
 

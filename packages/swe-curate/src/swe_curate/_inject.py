@@ -24,6 +24,7 @@ from typing import Any
 
 import attrs
 
+from swe_curate._ast_safe import parse_source
 from swe_curate._audit import AuditConfig, binding_assertions
 from swe_curate._diff import make_patch
 from swe_curate._differential import module_name
@@ -104,7 +105,7 @@ def mutants(files: dict[str, str], rng: random.Random, per_function: int = 2) ->
     functions: list[tuple[str, str, FunctionNode]] = []
     for path, text in files.items():
         try:
-            module = ast.parse(text)
+            module = parse_source(text)
         except SyntaxError:
             continue
         functions.extend((path, qualname, node) for qualname, node in iter_functions(module))

@@ -26,6 +26,8 @@ from typing import Any
 
 import attrs
 
+from swe_curate._ast_safe import literal_eval, parse_source
+
 _CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\(")
 _SENTENCE_END = re.compile(r"\.(?:\s|$)|\n\s*\n")
 _VALUE_PHRASE = re.compile(
@@ -52,13 +54,13 @@ class IssueExample:
 
     def arguments(self) -> tuple[Any, ...]:
         """The argument tuple."""
-        parsed = ast.literal_eval(self.args)
+        parsed = literal_eval(self.args)
         assert isinstance(parsed, tuple)
         return parsed
 
     def expected(self) -> Any:
         """The stated return value (only when ``raises`` is None)."""
-        return None if self.value is None else ast.literal_eval(self.value)
+        return None if self.value is None else literal_eval(self.value)
 
     def call_source(self) -> str:
         """``function(arg, ...)`` as Python source."""
@@ -110,13 +112,13 @@ def _claim(name: str, args: tuple[Any, ...], after: str) -> IssueExample | None:
 
 def _literal_args(source: str) -> tuple[Any, ...] | None:
     try:
-        call = ast.parse(f"f({source})", mode="eval").body
+        call = parse_source(f"f({source})", mode="eval").body
     except SyntaxError:
         return None
     if not isinstance(call, ast.Call) or call.keywords:
         return None
     try:
-        return tuple(ast.literal_eval(arg) for arg in call.args)
+        return tuple(literal_eval(arg) for arg in call.args)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
 
@@ -138,7 +140,7 @@ def _literal_at(text: str, start: int) -> Any:
     if source is None:
         return _MISSING
     try:
-        return ast.literal_eval(source)
+        return literal_eval(source)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return _MISSING
 

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 import attrs
 
+from swe_curate._ast_safe import parse_source
 from swe_curate._correct import correct_counterfactuals
 from swe_curate._counterfactual import Counterfactual
 from swe_curate._diff import touched_paths
@@ -184,7 +185,7 @@ def _demanded_symbols(ctx: JudgeContext) -> set[str]:
     used: set[str] = set()
     for source in ctx.test_sources().values():
         try:
-            module = ast.parse(source)
+            module = parse_source(source)
         except SyntaxError:
             continue
         for node in ast.walk(module):

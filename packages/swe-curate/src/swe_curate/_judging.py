@@ -21,6 +21,7 @@ from typing import Any
 
 import attrs
 
+from swe_curate._ast_safe import parse_source
 from swe_curate._counterfactual import Counterfactual, Kind
 from swe_curate._diff import apply_patch
 from swe_curate._differential import candidate_cases, distinguishing
@@ -151,10 +152,10 @@ def _changed_functions(tree: PatchedTree, patch: str) -> set[str]:
         if not path.endswith(".py") or path not in files:
             continue
         try:
-            mine = dict(iter_functions(ast.parse(files[path])))
+            mine = dict(iter_functions(parse_source(files[path])))
         except SyntaxError:
             continue
-        for name, node in iter_functions(ast.parse(gold_text)):
+        for name, node in iter_functions(parse_source(gold_text)):
             other = mine.get(name)
             if other is None or ast.dump(other) != ast.dump(node):
                 changed.add(name)

@@ -15,6 +15,7 @@ import re
 import tokenize
 from collections.abc import Iterator, Mapping
 
+from swe_curate._ast_safe import parse_source
 from swe_curate._counterfactual import Counterfactual, Kind
 from swe_curate._issue import named_functions
 from swe_curate._source import ChangedFunction, PatchedTree, find_function, splice_function
@@ -115,7 +116,7 @@ def _private_helpers(tree: PatchedTree) -> dict[str, set[str]]:
     for path, text in tree.gold.items():
         if not path.endswith(".py"):
             continue
-        module = ast.parse(text)
+        module = parse_source(text)
         defined = {
             n.name
             for n in module.body
@@ -157,7 +158,7 @@ def rename_private_helpers(
                 continue
             new_name = f"{name}_impl"
             new_text = _rename_tokens(tree.gold[path], name, new_name)
-            if find_function(ast.parse(new_text), new_name) is None:
+            if find_function(parse_source(new_text), new_name) is None:
                 continue
             out.append(
                 Counterfactual(

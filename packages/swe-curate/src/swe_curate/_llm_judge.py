@@ -21,6 +21,7 @@ from typing import Any
 
 import attrs
 
+from swe_curate._ast_safe import parse_source
 from swe_curate._chat import ChatClient, Message, ToolCall
 from swe_curate._counterfactual import Counterfactual, Kind
 from swe_curate._diff import apply_patch, touched_paths
@@ -300,7 +301,7 @@ def _constants(files: dict[str, str]) -> set[tuple[str, Any]]:
         if not path.endswith(".py"):
             continue
         try:
-            module = ast.parse(text)
+            module = parse_source(text)
         except SyntaxError:
             continue
         negated: set[int] = set()

@@ -10,6 +10,7 @@ from collections.abc import Iterator, Mapping
 
 import attrs
 
+from swe_curate._ast_safe import parse_source
 from swe_curate._diff import apply_patch, make_patch, touched_paths
 from swe_curate._errors import MutationError
 
@@ -60,7 +61,7 @@ class PatchedTree:
             if not path.endswith(".py"):
                 continue
             try:
-                module = ast.parse(gold_text)
+                module = parse_source(gold_text)
             except SyntaxError as exc:
                 raise MutationError(f"{path}: gold post-image does not parse: {exc}") from exc
             changed = changed_lines(self.buggy.get(path, ""), gold_text)
@@ -128,7 +129,7 @@ def splice_function(source: str, old: FunctionNode, new: FunctionNode) -> str:
     body = textwrap.indent(ast.unparse(ast.fix_missing_locations(new)), indent) + "\n"
     result = "".join([*lines[:start], body, *lines[end:]])
     try:
-        ast.parse(result)
+        parse_source(result)
     except SyntaxError as exc:  # pragma: no cover - unparse output of a valid tree parses
         raise MutationError(f"spliced function {new.name!r} does not parse: {exc}") from exc
     return result
@@ -137,6 +138,6 @@ def splice_function(source: str, old: FunctionNode, new: FunctionNode) -> str:
 def same_program(a: str, b: str) -> bool:
     """Whether two sources have the same AST (formatting and comments ignored)."""
     try:
-        return ast.dump(ast.parse(a)) == ast.dump(ast.parse(b))
+        return ast.dump(parse_source(a)) == ast.dump(parse_source(b))
     except SyntaxError:
         return a == b

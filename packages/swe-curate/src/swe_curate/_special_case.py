@@ -14,6 +14,7 @@ import builtins
 import copy
 from collections.abc import Sequence
 
+from swe_curate._ast_safe import parse_source
 from swe_curate._counterfactual import Counterfactual, Kind
 from swe_curate._issue import IssueExample
 from swe_curate._source import PatchedTree, find_function, splice_function
@@ -30,7 +31,7 @@ def special_case_issue_examples(
         buggy_text = tree.buggy.get(func.path)
         if buggy_text is None:
             continue
-        buggy_func = find_function(ast.parse(buggy_text), func.qualname)
+        buggy_func = find_function(parse_source(buggy_text), func.qualname)
         if buggy_func is None:
             continue
         mine = [e for e in examples if e.function == func.node.name]
@@ -61,7 +62,7 @@ def _after_docstring(body: list[ast.stmt], inserted: list[ast.stmt]) -> list[ast
 
 def _outcome(example: IssueExample) -> ast.stmt | None:
     if example.raises is None:
-        return ast.Return(value=ast.parse(example.value or "None", mode="eval").body)
+        return ast.Return(value=parse_source(example.value or "None", mode="eval").body)
     if not isinstance(getattr(builtins, example.raises, None), type):
         return None  # an exception class the buggy module may not have in scope
     error = ast.Call(ast.Name(example.raises, ast.Load()), [ast.Constant("invalid input")], [])
@@ -73,7 +74,7 @@ def _guard(func: ast.FunctionDef | ast.AsyncFunctionDef, example: IssueExample) 
     params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
     if params and params[0] in {"self", "cls"}:
         params = params[1:]
-    args = [ast.parse(repr(a), mode="eval").body for a in example.arguments()]
+    args = [parse_source(repr(a), mode="eval").body for a in example.arguments()]
     if outcome is None or len(args) > len(params):
         return None
     bound = dict(zip(params, args, strict=False))

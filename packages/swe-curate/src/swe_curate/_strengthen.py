@@ -13,13 +13,13 @@ patch and buggy tree are untouched; only the test patch grows.
 
 from __future__ import annotations
 
-import ast
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
 
+from swe_curate._ast_safe import literal_eval, parse_source
 from swe_curate._diff import make_patch, touched_paths
 from swe_curate._differential import (
     ProbeCase,
@@ -194,7 +194,7 @@ def issue_cases(tree: PatchedTree, issue: str) -> list[tuple[ProbeCase, IssueExa
         module = module_name(path)
         if module is None:
             continue
-        for name, _node in iter_functions(ast.parse(text)):
+        for name, _node in iter_functions(parse_source(text)):
             if "." not in name:
                 functions.setdefault(name, module)
     return [
@@ -207,7 +207,7 @@ def _agrees(result: ProbeResult, example: IssueExample) -> bool:
     if example.raises is not None:
         return not result.ok and result.value == example.raises
     try:
-        return result.ok and ast.literal_eval(result.value) == example.expected()
+        return result.ok and literal_eval(result.value) == example.expected()
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return False
 
