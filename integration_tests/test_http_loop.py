@@ -44,6 +44,8 @@ BASE = [
     "metrics.live=false",
     "metrics.plots=false",
     "trainer.micro_batch_rollouts=4",
+    "run.pool_eval_every=0",  # the measured pool evaluation has its own tests (its cost)
+    "metrics.kl_by_layer_every=0",
 ]
 
 

@@ -56,6 +56,7 @@ BASE = [
     "metrics.live=false",
     "trainer.micro_batch_rollouts=4",
     "metrics.kl_by_layer_every=0",  # the layer-type audit has its own test (its cost)
+    "run.pool_eval_every=0",  # the measured pool evaluation has its own tests (its cost)
 ]
 
 

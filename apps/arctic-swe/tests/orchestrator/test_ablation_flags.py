@@ -50,7 +50,7 @@ def test_session_hash_places_a_group_by_its_hash_not_by_load() -> None:
 
 def _engine(fp32_numerics: bool) -> TorchEngine:
     model = build_policy(policy_config(96), 0)
-    config = _config(f"trainer.fp32_numerics={str(fp32_numerics).lower()}")
+    config = _config("engine.engines=1", f"trainer.fp32_numerics={str(fp32_numerics).lower()}")
     inputs = EngineInputs(model, Path("unused"), 95, 0, dict)
     (engine,) = _inprocess_engines(config, inputs, torch_engine)
     assert isinstance(engine, TorchEngine)
