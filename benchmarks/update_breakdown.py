@@ -28,26 +28,14 @@ from typing import Any
 
 import torch
 
-from arctic_swe.chat import save_tokenizer, train_tokenizer
 from arctic_swe.config import RunConfig, apply_overrides, prepare_run_dir
-from arctic_swe.deck import DeckConfig, write_deck
-from arctic_swe.harness import TINY_HARNESS
 from arctic_swe.metrics import UpdateMetrics
-from arctic_swe.model import policy_config, save_policy
 from arctic_swe.orchestrator import Inputs, run_overfit
-from arctic_swe.trainer import build_fp32_policy
-from arctic_swe.warmstart._corpus import deck_corpus
+from arctic_swe.orchestrator._inputs import random_init_inputs
 
 
 def _build_inputs(root: Path, pool: int) -> Inputs:
-    deck = write_deck(
-        root / "deck", DeckConfig(seed=5, pool_size=pool, heldout_size=0, warmstart_size=0)
-    )
-    tokenizer = train_tokenizer(deck_corpus(deck, TINY_HARNESS), 512)
-    model = build_fp32_policy(policy_config(len(tokenizer), pad_token_id=tokenizer.pad_token_id), 0)
-    policy = save_policy(model, root / "policy")
-    save_tokenizer(tokenizer, policy)
-    return Inputs(root / "deck", policy)
+    return random_init_inputs(root, pool, deck_seed=5)
 
 
 def _breakdown(records: list[UpdateMetrics]) -> dict[str, float]:

@@ -13,15 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from arctic_swe.chat import save_tokenizer, train_tokenizer
 from arctic_swe.config import RunConfig, apply_overrides, prepare_run_dir
-from arctic_swe.deck import DeckConfig, write_deck
-from arctic_swe.harness import TINY_HARNESS
 from arctic_swe.metrics import UpdateMetrics
-from arctic_swe.model import policy_config, save_policy
 from arctic_swe.orchestrator import Inputs, run_overfit
-from arctic_swe.trainer import build_fp32_policy
-from arctic_swe.warmstart._corpus import deck_corpus
+from arctic_swe.orchestrator._inputs import random_init_inputs
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("unshare") is None,
@@ -52,17 +47,7 @@ BASE = [
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> Inputs:
     """A four-task deck, its tokenizer, and a random-init tiny policy saved with it."""
-    root = tmp_path_factory.mktemp("world")
-    deck = write_deck(
-        root / "deck", DeckConfig(seed=3, pool_size=4, heldout_size=0, warmstart_size=0)
-    )
-    tokenizer = train_tokenizer(deck_corpus(deck, TINY_HARNESS), 512)
-    model = build_fp32_policy(
-        policy_config(len(tokenizer), pad_token_id=tokenizer.pad_token_id), seed=0
-    )
-    policy = save_policy(model, root / "policy")
-    save_tokenizer(tokenizer, policy)
-    return Inputs(root / "deck", policy)
+    return random_init_inputs(tmp_path_factory.mktemp("world"), 4)
 
 
 def _config(*extra: str) -> RunConfig:

@@ -20,17 +20,16 @@ from pathlib import Path
 import pytest
 from torch import nn
 
-from arctic_swe.chat import IM_END, encode, save_tokenizer, special_id, train_tokenizer
+from arctic_swe.chat import IM_END, encode, special_id
 from arctic_swe.config import RunConfig, apply_overrides, prepare_run_dir
-from arctic_swe.deck import DeckConfig, DeckTask, load_deck, write_deck
+from arctic_swe.deck import DeckTask, load_deck
 from arctic_swe.engine import EngineConfig, TorchEngine
-from arctic_swe.harness import TINY_HARNESS, prompt_text
+from arctic_swe.harness import prompt_text
 from arctic_swe.metrics import MetricsLog, UpdateMetrics
-from arctic_swe.model import policy_config, save_policy
 from arctic_swe.orchestrator import Inputs, harness_config, run_overfit
-from arctic_swe.trainer import build_fp32_policy, latest_checkpoint
+from arctic_swe.orchestrator._inputs import random_init_inputs
+from arctic_swe.trainer import latest_checkpoint
 from arctic_swe.warmstart import expert_turns
-from arctic_swe.warmstart._corpus import deck_corpus
 from deck_evictor import Deck
 from load_router import Engine, GenerateRequest, GenerateResult
 from swe_sandbox import AsyncSandbox, SandboxPool, TaskSpec
@@ -69,17 +68,8 @@ class World:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     """A six-task deck, its tokenizer, and a random-init tiny policy saved with it."""
-    root = tmp_path_factory.mktemp("world")
-    deck = write_deck(
-        root / "deck", DeckConfig(seed=3, pool_size=6, heldout_size=0, warmstart_size=0)
-    )
-    tokenizer = train_tokenizer(deck_corpus(deck, TINY_HARNESS), 512)
-    model = build_fp32_policy(
-        policy_config(len(tokenizer), pad_token_id=tokenizer.pad_token_id), seed=0
-    )
-    policy = save_policy(model, root / "policy")
-    save_tokenizer(tokenizer, policy)
-    return World(Inputs(root / "deck", policy), load_deck(root / "deck").split("pool"))
+    inputs = random_init_inputs(tmp_path_factory.mktemp("world"), 6)
+    return World(inputs, load_deck(inputs.deck_dir).split("pool"))
 
 
 def _config(*extra: str) -> RunConfig:

@@ -127,22 +127,9 @@ def test_a_real_tiny_ablation_runs_two_variants_then_skips_them(
 ) -> None:
     """A random-init policy on a 4-task deck: its episodes end at the first turn with the
     gated reward, which is enough to run every stage of both variants once."""
-    from arctic_swe.chat import save_tokenizer, train_tokenizer
-    from arctic_swe.deck import DeckConfig, write_deck
-    from arctic_swe.harness import TINY_HARNESS
-    from arctic_swe.model import policy_config, save_policy
-    from arctic_swe.trainer import build_fp32_policy
-    from arctic_swe.warmstart._corpus import deck_corpus
+    from arctic_swe.orchestrator._inputs import random_init_inputs
 
-    deck = write_deck(
-        tmp_path / "deck", DeckConfig(seed=3, pool_size=4, heldout_size=0, warmstart_size=0)
-    )
-    tokenizer = train_tokenizer(deck_corpus(deck, TINY_HARNESS), 512)
-    save_tokenizer(tokenizer, tmp_path / "deck" / "tokenizer")
-    model = build_fp32_policy(
-        policy_config(len(tokenizer), pad_token_id=tokenizer.pad_token_id), seed=0
-    )
-    save_tokenizer(tokenizer, save_policy(model, tmp_path / "policy"))
+    random_init_inputs(tmp_path, 4)
     argv = _argv(tmp_path, "--variants", "full,lenient", *[a for s in SMOKE for a in ("--set", s)])
     assert main(argv) == 0
     out = tmp_path / "ab"

@@ -20,15 +20,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from arctic_swe.chat import save_tokenizer, train_tokenizer
 from arctic_swe.config import RunConfig, apply_overrides, prepare_run_dir
-from arctic_swe.deck import DeckConfig, write_deck
-from arctic_swe.harness import TINY_HARNESS
 from arctic_swe.metrics import UpdateMetrics
-from arctic_swe.model import load_policy, policy_config, save_policy
+from arctic_swe.model import load_policy
 from arctic_swe.orchestrator import Inputs, run_overfit
-from arctic_swe.trainer import build_fp32_policy, policy_dir
-from arctic_swe.warmstart._corpus import deck_corpus
+from arctic_swe.orchestrator._inputs import random_init_inputs
+from arctic_swe.trainer import policy_dir
 
 from ..serve.conftest import start_server
 from .conftest import TrainerProcess
@@ -62,16 +59,7 @@ BASE = [
 
 
 def _inputs(root: Path) -> Inputs:
-    deck = write_deck(
-        root / "deck", DeckConfig(seed=3, pool_size=4, heldout_size=0, warmstart_size=0)
-    )
-    tokenizer = train_tokenizer(deck_corpus(deck, TINY_HARNESS), 512)
-    model = build_fp32_policy(
-        policy_config(len(tokenizer), pad_token_id=tokenizer.pad_token_id), seed=0
-    )
-    policy = save_policy(model, root / "policy")
-    save_tokenizer(tokenizer, policy)
-    return Inputs(root / "deck", policy)
+    return random_init_inputs(root, 4)
 
 
 class _CounterPoll(threading.Thread):

@@ -22,7 +22,7 @@ from arctic_swe.cli._defaults import (
 from arctic_swe.config import RunConfig
 from arctic_swe.deck import DeckConfig, load_deck, write_deck
 from arctic_swe.harness import TINY_HARNESS
-from arctic_swe.orchestrator._setup import SetupError
+from arctic_swe.orchestrator._setup import Inputs, SetupError
 from swe_sandbox import NamespaceBackend
 
 
@@ -80,3 +80,33 @@ def ensure_policy(policy_dir: Path, deck_dir: Path, config: RunConfig, console: 
         concurrency=WARMSTART_WORKERS,
     )
     return policy_dir
+
+
+def random_init_inputs(
+    root: Path,
+    pool_size: int,
+    *,
+    deck_seed: int = 3,
+    policy_seed: int = 0,
+    vocab_size: int = 512,
+) -> Inputs:
+    """A deck of ``pool_size`` pool tasks (no held-out or warm-start split) with its tokenizer,
+    and a **random-init** tiny policy saved with that tokenizer, under ``root`` (``deck/``,
+    ``policy/``): the loop's machinery in seconds, for tests and benchmarks — not learning (the
+    policy solves by luck only; ``ensure_policy`` builds the real warm start)."""
+    from arctic_swe.model import policy_config, save_policy
+    from arctic_swe.trainer import build_fp32_policy
+    from arctic_swe.warmstart._corpus import deck_corpus
+
+    deck = write_deck(
+        root / "deck",
+        DeckConfig(seed=deck_seed, pool_size=pool_size, heldout_size=0, warmstart_size=0),
+    )
+    tokenizer = train_tokenizer(deck_corpus(deck, TINY_HARNESS), vocab_size)
+    save_tokenizer(tokenizer, root / "deck" / TOKENIZER_DIR)
+    model = build_fp32_policy(
+        policy_config(len(tokenizer), pad_token_id=tokenizer.pad_token_id), seed=policy_seed
+    )
+    policy = save_policy(model, root / "policy")
+    save_tokenizer(tokenizer, policy)
+    return Inputs(root / "deck", policy)
