@@ -191,11 +191,13 @@ def test_default_lookahead_trains_groups_more_than_one_version_old(
     world: World, tmp_path: Path
 ) -> None:
     """With the default look-ahead, groups launched ahead are trained two or more optimizer
-    steps after their first token (lag > 1, as in the paper's runs: mean lag 2.0); every
-    rollout gets a sandbox at once here, so those groups start under version 0."""
-    config = _config("run.updates=3", "harness.sandboxes=16", "deck.replay_size=0")
+    steps after their first token (lag > 1, as in the paper's runs: mean lag 2.0) when the cap
+    lets them through (2 here; the default cap 1 drops them, the next test); every rollout
+    gets a sandbox at once here, so those groups start under version 0."""
+    config = _config(
+        "run.updates=3", "harness.sandboxes=16", "deck.replay_size=0", "run.max_off_policy=2"
+    )
     assert config.run.lookahead_batches == RunConfig().run.lookahead_batches >= 2
-    assert config.run.max_off_policy >= 2  # lag-2 groups are kept under the default cap
     records = run_overfit(config, prepare_run_dir(tmp_path / "run", config, resume=False),
                           world.inputs).records  # fmt: skip
     assert max(r.lag_max for r in records) >= 2, [r.lag_max for r in records]
@@ -203,11 +205,10 @@ def test_default_lookahead_trains_groups_more_than_one_version_old(
 
 
 def test_the_off_policy_cap_drops_and_counts_groups_past_it(world: World, tmp_path: Path) -> None:
-    """The same run with the cap at 1: the groups two versions old are dropped, counted in
-    ``stale_dropped``, and no kept group is older than the cap."""
-    config = _config(
-        "run.updates=3", "harness.sandboxes=16", "deck.replay_size=0", "run.max_off_policy=1"
-    )
+    """The same run with the default cap (1): the groups two versions old are dropped, counted
+    in ``stale_dropped``, and no kept group is older than the cap."""
+    config = _config("run.updates=3", "harness.sandboxes=16", "deck.replay_size=0")
+    assert config.run.max_off_policy == RunConfig().run.max_off_policy == 1
     records = run_overfit(config, prepare_run_dir(tmp_path / "run", config, resume=False),
                           world.inputs).records  # fmt: skip
     assert sum(r.stale_dropped for r in records) >= 1, [r.stale_dropped for r in records]

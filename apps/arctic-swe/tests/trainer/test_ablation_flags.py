@@ -37,16 +37,26 @@ def _gradient(
 
 
 def test_ppo_clip_changes_the_gradient_of_tokens_outside_the_band() -> None:
-    """ω = 1.5 is inside IcePop's [0, 2] but above PPO's 1 + 0.28; ω = 2.5 is outside both;
-    ω = 1 is inside both. One rollout, A = +1, token mean over N = 3."""
+    """ω = 1.5 is inside the paper's IcePop band [0, 2] but above PPO's 1 + 0.28; ω = 2.5 is
+    outside both; ω = 1 is inside both. One rollout, A = +1, token mean over N = 3."""
     log_omega = [[0.0, math.log(1.5), math.log(2.5)]]
     mask = [[True, True, True]]
-    recipe = _gradient(TrainerSection(), log_omega, [1.0], mask)
-    clipped = _gradient(TrainerSection(ratio_control="ppo_clip"), log_omega, [1.0], mask)
+    recipe = _gradient(TrainerSection(mask_high=2.0), log_omega, [1.0], mask)
+    clipped = _gradient(
+        TrainerSection(ratio_control="ppo_clip", mask_high=2.0), log_omega, [1.0], mask
+    )
     # mask: ω = 1.5 keeps its CISPO gradient -ω·A/N, ω = 2.5 is masked
     torch.testing.assert_close(recipe, torch.tensor([[-1.0, -1.5, 0.0]], dtype=F64) / 3)
     # PPO clip with A > 0: a ratio above 1 + ε gets no gradient, inside it -ω·A/N
     torch.testing.assert_close(clipped, torch.tensor([[-1.0, 0.0, 0.0]], dtype=F64) / 3)
+
+
+def test_the_tiny_band_masks_what_the_paper_band_keeps() -> None:
+    """The tiny default band [0, 1.3] masks ω = 1.5 (kept at [0, 2]) and keeps ω = 1.2."""
+    assert TrainerSection().mask_high == 1.3
+    log_omega = [[0.0, math.log(1.2), math.log(1.5)]]
+    tiny = _gradient(TrainerSection(), log_omega, [1.0], [[True, True, True]])
+    torch.testing.assert_close(tiny, torch.tensor([[-1.0, -1.2, 0.0]], dtype=F64) / 3)
 
 
 def test_rollout_mean_weighs_rollouts_not_tokens() -> None:

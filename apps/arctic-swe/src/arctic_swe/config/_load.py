@@ -50,7 +50,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "tiny-http": {"engine": {"kind": "http", "launch": 2}},
     # The tiny sizes run for hours (``arctic-swe ablate --preset long``, the nightly session):
     # 10x the tiny run's updates, a checkpoint every 10 (each is a full save of the policy and
-    # the AdamW state). Duration not measured (about 14.8 s per tiny update on 2 idle cores).
+    # the AdamW state). Duration not measured (16–18 s per tiny update on 2 idle cores, README).
     "long": {"run": {"updates": 360, "checkpoint_every": 10}},
 }
 
