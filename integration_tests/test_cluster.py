@@ -105,6 +105,7 @@ def _env_of(pid: int) -> dict[str, str]:
     return dict(item.decode().partition("=")[::2] for item in raw if b"=" in item)
 
 
+@pytest.mark.slow  # heavy (CI time); nox -s nightly runs it
 def test_cpu_cluster_runs_three_updates_on_two_engines_and_two_ranks(
     launch: type[Launcher], tiny_model: Path
 ) -> None:
@@ -122,6 +123,7 @@ def test_cpu_cluster_runs_three_updates_on_two_engines_and_two_ranks(
     assert launcher.leftovers() == []
 
 
+@pytest.mark.slow  # heavy (CI time); nox -s nightly runs it
 def test_killing_trainer_rank_1_stops_the_whole_cluster(
     launch: type[Launcher], tiny_model: Path
 ) -> None:

@@ -209,6 +209,7 @@ def _peak_extra(mode: str, tokens: int, hidden: int, vocab: int) -> int:
     return int(json.loads(result.stdout.strip().splitlines()[-1])["extra"])
 
 
+@pytest.mark.slow  # heavy (CI time); nox -s nightly runs it
 def test_peak_memory_is_a_fraction_of_the_full_logits_path() -> None:
     """Fresh processes, peak RSS over the pre-call baseline (T=1024, V=16384: 64 MiB per T x V)."""
     naive = _peak_extra("naive", 1024, 32, 16384)

@@ -144,6 +144,7 @@ def test_loose_case_classifies_the_already_working_example_as_pass_to_pass(
     assert rec.measurements["issue_examples_gold_disagrees"] == []
 
 
+@pytest.mark.slow  # heavy (CI time); nox -s nightly runs it
 @pytest.mark.docker
 def test_docker_grades_the_loose_case_the_same(curated: Callable[[str], Curated]) -> None:
     """The repaired loose suite, graded on the Docker backend: the stated-value shortcut earns
