@@ -259,6 +259,7 @@ def test_swebench_rows_import_audit_grade_and_roll_out_on_docker(
     assert summary["rollouts"] == 2
 
 
+@pytest.mark.slow  # a pip-built environment image of its own: 47 s of CI; test_environments covers env builds
 def test_swerebench_rows_build_their_own_environment_and_a_bad_recipe_is_one_row(
     checkout_rows: tuple[Path, list[dict[str, object]]], tmp_path: Path
 ) -> None:
