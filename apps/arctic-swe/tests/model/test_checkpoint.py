@@ -17,6 +17,7 @@ from arctic_swe.model import (
     read_weights,
     save_policy,
 )
+from arctic_swe.model._checkpoint import ALIGNMENT, own_aligned_storage
 
 
 def _logits(model: torch.nn.Module, tokens: list[int]) -> torch.Tensor:
@@ -109,3 +110,40 @@ def test_bad_weights_change_nothing() -> None:
         assign_weights(model, integer)
     after = model.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+def _aligned(model: torch.nn.Module) -> bool:
+    tensors = [*model.parameters(), *model.buffers()]
+    return all(t.data_ptr() % ALIGNMENT == 0 for t in tensors)
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_a_loaded_policy_owns_aligned_storage_and_computes_as_its_copy(
+    tmp_path: Path, tied: bool
+) -> None:
+    """from_pretrained leaves views into the file's bytes; load_policy moves them so that the
+    trainer's model and its deep-copied engines take the same kernels (bit-equal logits)."""
+    import copy
+
+    model = build_policy(policy_config(80, tie_word_embeddings=tied), 1, patch_numerics=False)
+    loaded = load_policy(save_policy(model, tmp_path / "ckpt"), patch_numerics=False)
+    assert _aligned(loaded)
+    embed, head = loaded.get_input_embeddings().weight, loaded.get_output_embeddings().weight
+    assert (embed is head) == tied  # moving the storage kept the tie
+    tokens = [3, 1, 4, 1, 5, 9, 2, 6]
+    assert torch.equal(_logits(loaded, tokens), _logits(copy.deepcopy(loaded), tokens))
+
+
+def test_own_aligned_storage_moves_only_misaligned_tensors() -> None:
+    model = torch.nn.Linear(16, 16)
+    model.register_buffer("scale", torch.ones(16))
+    base = torch.arange(16 * 16 + 1, dtype=torch.float32)
+    with torch.no_grad():
+        model.weight.data = base[1:].view(16, 16)  # 4 bytes past an aligned start
+    assert model.weight.data_ptr() % ALIGNMENT == 4
+    before = {name: t.clone() for name, t in model.state_dict().items()}
+    assert own_aligned_storage(model) == 1  # the weight; bias and buffer were aligned
+    assert _aligned(model)
+    after = model.state_dict()
+    assert all(torch.equal(before[name], after[name]) for name in before)
+    assert own_aligned_storage(model) == 0
