@@ -91,6 +91,7 @@ def test_entry_point_help_and_bad_input(tmp_path: Path) -> None:
     assert "Traceback" not in broken.stderr
 
 
+@pytest.mark.slow  # 15 s; judge garbage is recorded in test_judging, the CLI path runs nightly
 def test_llm_judge_garbage_through_the_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     tasks, records = _rows(tmp_path), tmp_path / "records.jsonl"
     with serve(lambda body: Raw(200, b"not json at all")) as srv:

@@ -41,6 +41,7 @@ def test_serve_command_runs_the_cli_on_localhost_with_a_free_port(tmp_path: Path
     }
 
 
+@pytest.mark.slow  # 28 s: two server processes; integration test_http_loop launches two and checks none is left
 def test_two_servers_answer_over_http_and_stop(policy_dir: Path, tmp_path: Path) -> None:
     async def scenario() -> tuple[tuple[str, ...], tuple[int, ...]]:
         spec = ServerSpec(policy_dir, capacity=4)
