@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -123,8 +124,6 @@ def test_a_loaded_policy_owns_aligned_storage_and_computes_as_its_copy(
 ) -> None:
     """from_pretrained leaves views into the file's bytes; load_policy moves them so that the
     trainer's model and its deep-copied engines take the same kernels (bit-equal logits)."""
-    import copy
-
     model = build_policy(policy_config(80, tie_word_embeddings=tied), 1, patch_numerics=False)
     loaded = load_policy(save_policy(model, tmp_path / "ckpt"), patch_numerics=False)
     assert _aligned(loaded)
@@ -147,3 +146,15 @@ def test_own_aligned_storage_moves_only_misaligned_tensors() -> None:
     after = model.state_dict()
     assert all(torch.equal(before[name], after[name]) for name in before)
     assert own_aligned_storage(model) == 0
+
+
+def test_a_shared_misaligned_buffer_is_moved_once_and_stays_shared() -> None:
+    shared = torch.arange(17, dtype=torch.float32)[1:]  # 4 bytes past an aligned start
+    model = torch.nn.Sequential(torch.nn.Identity(), torch.nn.Identity())
+    for child in model:
+        child.register_buffer("table", shared)
+    assert own_aligned_storage(model) == 1
+    first, second = (child.table for child in model)
+    assert first is second
+    assert first.data_ptr() % ALIGNMENT == 0
+    assert torch.equal(first, shared)

@@ -123,11 +123,14 @@ def own_aligned_storage(model: torch.nn.Module) -> int:
             if parameter.data_ptr() % ALIGNMENT:
                 parameter.data = parameter.data.clone()
                 moved += 1
+        copies: dict[int, torch.Tensor] = {}  # a buffer shared by modules stays shared
         for module in model.modules():
             for name, buffer in module.named_buffers(recurse=False):
                 if buffer.data_ptr() % ALIGNMENT:
-                    module._buffers[name] = buffer.clone()
-                    moved += 1
+                    if id(buffer) not in copies:
+                        copies[id(buffer)] = buffer.clone()
+                        moved += 1
+                    module._buffers[name] = copies[id(buffer)]
     return moved
 
 
