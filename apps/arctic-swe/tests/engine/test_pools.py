@@ -17,7 +17,7 @@ def test_pools_have_one_entry_per_layer_kind_and_fp32_state() -> None:
     assert sorted(pools.keys) == [3]
     assert pools.recurrent[0].shape == (5, 4, 32, 32)
     assert pools.recurrent[0].dtype == torch.float32
-    assert pools.conv[0].shape == (5, 2 * 2 * 32 + 4 * 32, 3)
+    assert pools.conv[0].shape == (5, 3, 2 * 2 * 32 + 4 * 32)  # [S, K-1, C]: channels last
     bf16 = CachePools(config, 2, torch.device("cpu"), torch.bfloat16)
     assert bf16.recurrent[1].dtype == torch.float32  # FP32 wherever the state lives
     assert bf16.keys[3].dtype == torch.bfloat16

@@ -143,19 +143,20 @@ def _causal_conv(
 ) -> torch.Tensor:
     """Depthwise causal conv continuing from each slot's last ``K - 1`` inputs.
 
-    ``inputs: [B, C, T]``. A reset slot holds zeros, which is exactly the zero left-padding of
-    the model's full-sequence convolution. The slot keeps the last ``K - 1`` *real* inputs.
+    ``inputs: [B, C, T]``; ``history: [S, K-1, C]`` (the pools' channels-last layout). A reset
+    slot holds zeros, which is exactly the zero left-padding of the model's full-sequence
+    convolution. The slot keeps the last ``K - 1`` *real* inputs.
     """
     n_seq, channels, _ = inputs.shape
-    keep = history.shape[2]
-    window = torch.cat([history.index_select(0, batch.slots), inputs.to(history.dtype)], dim=2)
+    keep = history.shape[1]
+    past = history.index_select(0, batch.slots).transpose(1, 2)  # [B, C, K-1]
+    window = torch.cat([past, inputs.to(history.dtype)], dim=2)
     out = functional.conv1d(
         window, mod.conv1d.weight, mod.conv1d.bias, groups=channels
     )  # [B, C, T]
     tail = batch.lengths[:, None] + torch.arange(keep, device=inputs.device)[None, :]
-    history.index_copy_(
-        0, batch.slots, window.gather(2, tail[:, None, :].expand(n_seq, channels, keep))
-    )
+    kept = window.gather(2, tail[:, None, :].expand(n_seq, channels, keep))  # [B, C, K-1]
+    history.index_copy_(0, batch.slots, kept.transpose(1, 2))
     activated: torch.Tensor = ACT2FN[mod.activation](out)
     return activated.to(inputs.dtype)
 

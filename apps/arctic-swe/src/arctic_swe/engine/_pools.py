@@ -1,7 +1,8 @@
 """Per-sequence caches of a Qwen3.5 hybrid model, one slot per resident sequence.
 
 Each Gated DeltaNet layer keeps, per slot, the last ``K - 1`` inputs of its short causal
-convolution (``conv [S, C, K-1]``, model dtype) and the recurrent state
+convolution (``conv [S, K-1, C]``, model dtype: oldest first, channels last, so the decode
+step's four-term sum runs over contiguous rows of ``C`` values) and the recurrent state
 (``recurrent [S, HV, Dk, Dv]``, held in FP32, Arctic-SWE §3.3 — ``state_dtype=torch.bfloat16``
 is the paper's ablation: every stored state is rounded to bf16, as in an engine whose state
 cache uses the model dtype); each full-attention layer keeps
@@ -43,8 +44,8 @@ class CachePools:
             if kind == "linear_attention":
                 self.conv[index] = torch.zeros(
                     capacity,
-                    conv_dim,
                     config.linear_conv_kernel_dim - 1,
+                    conv_dim,
                     device=device,
                     dtype=dtype,
                 )
