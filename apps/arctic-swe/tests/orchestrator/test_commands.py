@@ -41,6 +41,10 @@ def test_harness_and_engine_ablations_reach_the_parts_that_run_them() -> None:
     assert not ablated.trainer.fp32_numerics
     recipe = harness_config(resolve_config(_parse()))
     assert (recipe.gated_reward, recipe.strict_format) == (True, True)
+    assert recipe.mask_durations  # the embedded run: one seed, one run
+    assert not harness_config(resolve_config(_parse("--preset", "paper"))).mask_durations
+    verbatim = resolve_config(_parse("--set", "harness.mask_durations=false"))
+    assert not harness_config(verbatim).mask_durations
 
 
 def test_set_wins_over_flags_and_presets() -> None:

@@ -38,7 +38,13 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "run": {"updates": 230, "max_off_policy": 4, "lookahead_batches": 1, "pool_eval_every": 0},
         "deck": {"pool_size": 160, "groups_per_update": 32, "rollouts_per_group": 5},
         "engine": {"engines": 6, "capacity": 64, "max_resident": 40, "max_new_tokens": 8192},
-        "harness": {"max_turns": 100, "max_tokens": 131072, "sandboxes": 256},
+        # real tasks: observations verbatim, as the paper's harness shows them
+        "harness": {
+            "max_turns": 100,
+            "max_tokens": 131072,
+            "sandboxes": 256,
+            "mask_durations": False,
+        },
         "trainer": {
             "lr": 1e-6,
             "micro_batch_rollouts": 4,
@@ -50,7 +56,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "tiny-http": {"engine": {"kind": "http", "launch": 2}},
     # The tiny sizes run for hours (``arctic-swe ablate --preset long``, the nightly session):
     # 10x the tiny run's updates, a checkpoint every 10 (each is a full save of the policy and
-    # the AdamW state). Duration not measured (16–18 s per tiny update on 2 idle cores, README).
+    # the AdamW state). Duration not measured (16-18 s per tiny update on 2 idle cores, README).
     "long": {"run": {"updates": 360, "checkpoint_every": 10}},
 }
 

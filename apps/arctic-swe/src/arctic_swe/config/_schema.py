@@ -114,6 +114,9 @@ class HarnessSection:
     max_tokens: int = 3072  # whole-episode token budget (prompt, turns, observations)
     observation_chars: int = 1200  # tool output cut to about this many characters
     exec_timeout_s: float = 30.0  # wall-clock limit of one execute_bash
+    # pytest's "7 passed in 0.02s" -> "7 passed" in tool output, so one seed gives one warm start
+    # (the durations made warm starts from one deck and seed differ; README "Agent harness")
+    mask_durations: bool = True
     sandboxes: int = 8  # sandboxes running at once (the pool's concurrency)
 
 

@@ -2,6 +2,7 @@
 sandbox tools, observations appended as tokens, graded submit — one ``Trajectory`` per rollout."""
 
 from arctic_swe.harness._config import SYSTEM_PROMPT, TINY_HARNESS, HarnessConfig
+from arctic_swe.harness._durations import mask_durations
 from arctic_swe.harness._episode import (
     TOOLS,
     clip,
@@ -31,6 +32,7 @@ __all__ = [
     "TurnSampler",
     "clip",
     "episode_format",
+    "mask_durations",
     "prompt_text",
     "run_episode",
     "run_rollouts",

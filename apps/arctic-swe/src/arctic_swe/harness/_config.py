@@ -32,6 +32,10 @@ class HarnessConfig:
       ablation: a malformed turn a lenient regex parser can repair is executed.
     * ``tool_dialect`` — the tool-call format turns are checked in: ``"auto"`` (detected from
       the checkpoint's chat template), ``"qwen3_coder"`` (XML) or ``"hermes"`` (JSON).
+    * ``mask_durations`` — drop wall-clock durations from pytest's summary lines in tool
+      output (``7 passed in 0.02s`` -> ``7 passed``), so the same seed gives the same tokens
+      (:func:`~arctic_swe.harness.mask_durations`). Off by default (observations verbatim);
+      on in the embedded preset, whose runs and warm starts are compared seed for seed.
     * ``enable_thinking`` — passed to chat templates with a reasoning switch (Qwen3.5's): True
       opens ``<think>`` in the generation prompt, False closes an empty one (turns then carry
       no reasoning); ``None`` keeps the template's default.
@@ -48,6 +52,7 @@ class HarnessConfig:
     strict_format: bool = True
     tool_dialect: str = "auto"
     enable_thinking: bool | None = None
+    mask_durations: bool = False
 
     def __post_init__(self) -> None:
         for name in ("max_turns", "max_tokens", "max_new_tokens", "observation_chars"):
@@ -56,7 +61,7 @@ class HarnessConfig:
                 raise HarnessError(f"{name} must be a positive int, got {value!r}")
         if self.invalid_reward > 0:
             raise HarnessError(f"invalid_reward must be <= 0, got {self.invalid_reward}")
-        for name in ("gated_reward", "strict_format"):
+        for name in ("gated_reward", "strict_format", "mask_durations"):
             if not isinstance(getattr(self, name), bool):
                 raise HarnessError(f"{name} must be a bool, got {getattr(self, name)!r}")
         if self.tool_dialect not in _DIALECTS:
@@ -73,5 +78,10 @@ class HarnessConfig:
 
 #: The embedded (tiny-model) preset: deck tasks need four turns of a few dozen tokens each.
 TINY_HARNESS = HarnessConfig(
-    max_turns=8, max_tokens=3072, max_new_tokens=160, observation_chars=1200, exec_timeout_s=30.0
+    max_turns=8,
+    max_tokens=3072,
+    max_new_tokens=160,
+    observation_chars=1200,
+    exec_timeout_s=30.0,
+    mask_durations=True,
 )

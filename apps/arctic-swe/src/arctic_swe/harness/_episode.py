@@ -22,6 +22,7 @@ from transformers import PreTrainedTokenizerFast
 from arctic_swe.chat import ChatFormat, chat_format, render_conversation
 from arctic_swe.harness._ablations import feedback_text, lenient_verdict
 from arctic_swe.harness._config import HarnessConfig
+from arctic_swe.harness._durations import mask_durations
 from arctic_swe.harness._sampler import TurnSampler
 from arctic_swe.harness._trajectory import NOT_GENERATED, Trajectory, TurnRecord
 from swe_formatcheck import TOOLSETS, EpisodeGate, ToolCall, TurnVerdict, check_turn
@@ -96,6 +97,8 @@ async def run_tool(sandbox: AsyncSandbox, call: ToolCall, config: HarnessConfig)
                 text += f"\n[timed out after {config.exec_timeout_s:g} s]"
             elif result.exit_code:
                 text += f"\n[exit code {result.exit_code}]"
+            if config.mask_durations:
+                text = mask_durations(text)
             return clip(text.rstrip("\n"), config.observation_chars)
         args = call.arguments
         message = await sandbox.edit_via_str_replace(args["path"], args["old_str"], args["new_str"])

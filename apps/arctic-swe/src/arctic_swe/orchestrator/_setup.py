@@ -88,6 +88,7 @@ def harness_config(config: RunConfig) -> HarnessConfig:
         exec_timeout_s=h.exec_timeout_s,
         gated_reward=h.gated_reward,
         strict_format=h.strict_format,
+        mask_durations=h.mask_durations,
     )
 
 
