@@ -33,9 +33,9 @@ class HarnessConfig:
     * ``tool_dialect`` — the tool-call format turns are checked in: ``"auto"`` (detected from
       the checkpoint's chat template), ``"qwen3_coder"`` (XML) or ``"hermes"`` (JSON).
     * ``mask_durations`` — drop wall-clock durations from pytest's summary lines in tool
-      output (``7 passed in 0.02s`` -> ``7 passed``), so the same seed gives the same tokens
+      output (``7 passed in 0.02s`` -> ``7 passed``), so no wall-clock time reaches the tokens
       (:func:`~arctic_swe.harness.mask_durations`). Off by default (observations verbatim);
-      on in the embedded preset, whose runs and warm starts are compared seed for seed.
+      on in the embedded preset, whose warm start is then the same for the same seed.
     * ``enable_thinking`` — passed to chat templates with a reasoning switch (Qwen3.5's): True
       opens ``<think>`` in the generation prompt, False closes an empty one (turns then carry
       no reasoning); ``None`` keeps the template's default.

@@ -1,4 +1,4 @@
-"""Wall-clock durations in tool output, masked so that a seed fixes every token of a rollout.
+"""Wall-clock durations in tool output, masked so that no timing reaches a rollout's tokens.
 
 A rollout's tokens are the policy's turns and the observations of its tool calls. The policy's
 turns are seeded; the observations are not when a tool prints how long it took, and the one
