@@ -16,7 +16,14 @@ from arctic_swe.ablate import (
     open_plan,
     variant_configs,
 )
-from arctic_swe.config import RunConfig, RunDir, apply_overrides
+from arctic_swe.config import (
+    EndReason,
+    RunConfig,
+    RunDir,
+    RunEnd,
+    apply_overrides,
+    write_run_end,
+)
 
 from .conftest import write_run
 
@@ -71,6 +78,22 @@ def test_variant_state_follows_the_run_directory(tmp_path: Path) -> None:
     write_run(plan.run_dir("full").root, plan.configs["full"], [0.3])
     assert plan.state("full") is VariantState.DONE
     assert plan.state("clip") is VariantState.NEW
+
+
+def test_a_run_that_recorded_its_early_end_is_done(tmp_path: Path) -> None:
+    """A variant that stopped on its own (every pool task retired) is finished, not resumed on
+    every ``ablate``; a record that is not about the last metrics line does not count."""
+    plan = open_plan(_plan(tmp_path / "ab"))
+    run = plan.run_dir("full")
+    write_run(run.root, plan.configs["full"], [0.1, 0.2])  # 2 of the plan's 3 updates
+    updates = plan.configs["full"].run.updates
+    write_run_end(run, RunEnd(EndReason.DECK_EXHAUSTED, 1, updates, 3, 3))  # stale: update 1
+    assert plan.state("full") is VariantState.PARTIAL
+    write_run_end(run, RunEnd(EndReason.DECK_EXHAUSTED, 2, updates, 3, 3))
+    assert plan.state("full") is VariantState.DONE
+    (run.root / "finished.json").write_text("{}")
+    with pytest.raises(AblateError, match="not a run end record"):
+        plan.state("full")
 
 
 def test_a_run_directory_with_a_foreign_config_is_refused(tmp_path: Path) -> None:

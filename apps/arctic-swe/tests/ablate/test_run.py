@@ -37,7 +37,7 @@ class RecordingRunner:
             record = metrics_record(step, 0.1 * step)
             log.append(record)
             kw["on_update"](record)
-        return OverfitResult(run, tuple(log.read()), None, ())
+        return OverfitResult(run, tuple(log.read()), None, (), None)
 
 
 def test_done_variants_are_skipped_partial_resumed_new_started(tmp_path: Path) -> None:

@@ -20,17 +20,13 @@ import pytest
 import torch
 
 from arctic_swe._cli import main
-from arctic_swe.chat import save_tokenizer, train_tokenizer
 from arctic_swe.config import RunConfig, apply_overrides, prepare_run_dir
-from arctic_swe.deck import DeckConfig, load_deck, write_deck
+from arctic_swe.deck import load_deck
 from arctic_swe.evaluate import evaluate_policy, recipe_harness
-from arctic_swe.harness import TINY_HARNESS
 from arctic_swe.metrics import MetricsLog, UpdateMetrics
-from arctic_swe.model import policy_config, save_policy
 from arctic_swe.orchestrator import Inputs, run_overfit
 from arctic_swe.orchestrator._pool_eval import PoolEvalJob, PoolEvaluator
-from arctic_swe.trainer import build_fp32_policy, latest_checkpoint
-from arctic_swe.warmstart._corpus import deck_corpus
+from arctic_swe.trainer import latest_checkpoint
 from swe_sandbox import NamespaceBackend
 
 pytestmark = pytest.mark.skipif(
@@ -66,21 +62,6 @@ def one_thread() -> Iterator[None]:
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
-
-
-@pytest.fixture(scope="module")
-def inputs(tmp_path_factory: pytest.TempPathFactory) -> Inputs:
-    root = tmp_path_factory.mktemp("pool")
-    deck = write_deck(
-        root / "deck", DeckConfig(seed=3, pool_size=3, heldout_size=0, warmstart_size=0)
-    )
-    tokenizer = train_tokenizer(deck_corpus(deck, TINY_HARNESS), 512)
-    for seed in (0, 1):  # two policies with different weights (the second for version pinning)
-        model = build_fp32_policy(
-            policy_config(len(tokenizer), pad_token_id=tokenizer.pad_token_id), seed=seed
-        )
-        save_tokenizer(tokenizer, save_policy(model, root / f"policy-{seed}"))
-    return Inputs(root / "deck", root / "policy-0")
 
 
 def _config(*extra: str) -> RunConfig:

@@ -19,7 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from arctic_swe.ablate._errors import AblateError
-from arctic_swe.config import RunConfig, RunDir, load_run_config, to_mapping
+from arctic_swe.config import (
+    RunConfig,
+    RunDir,
+    RunDirError,
+    load_run_config,
+    read_run_end,
+    to_mapping,
+)
 from arctic_swe.config._rundir import _write_atomic
 
 MANIFEST = "ablation.json"
@@ -29,7 +36,7 @@ class VariantState(Enum):
     """Where one variant's run directory stands."""
 
     NEW = "not started"
-    PARTIAL = "interrupted"  # has config.toml, fewer updates than run.updates
+    PARTIAL = "interrupted"  # has config.toml, fewer updates than run.updates, no recorded end
     DONE = "finished"
 
 
@@ -105,7 +112,8 @@ def _difference(found: Any, wanted: dict[str, Any]) -> str:
 
 
 def variant_state(run: RunDir, config: RunConfig) -> VariantState:
-    """``DONE`` once ``metrics.jsonl`` reaches ``run.updates``, ``PARTIAL`` once the run
+    """``DONE`` once ``metrics.jsonl`` reaches ``run.updates`` or the loop recorded that it
+    stopped at its last line (``finished.json``: the deck ran out of tasks), ``PARTIAL`` once the run
     directory holds a config (it is resumed with overfit's ``--resume``), else ``NEW``.
 
     A run directory whose saved config is not ``config`` is an :class:`AblateError` (the
@@ -119,4 +127,10 @@ def variant_state(run: RunDir, config: RunConfig) -> VariantState:
     records = MetricsLog(run.metrics).read()
     if records and records[-1].step >= config.run.updates:
         return VariantState.DONE
+    try:
+        end = read_run_end(run)
+    except RunDirError as exc:
+        raise AblateError(str(exc)) from exc
+    if records and end is not None and end.step == records[-1].step:
+        return VariantState.DONE  # stopped early on its own (every pool task retired)
     return VariantState.PARTIAL

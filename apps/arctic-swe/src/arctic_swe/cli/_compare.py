@@ -16,6 +16,8 @@ from arctic_swe.cli._output import console
 from arctic_swe.cli._registry import Subparsers
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from arctic_swe.metrics import ComparisonRow, UpdateMetrics
 
 
@@ -79,10 +81,21 @@ def run(args: argparse.Namespace) -> int:
     runs = read_runs([Path(name) for name in args.runs], args.labels)
     out = console()
     rows, plots = write_comparison(runs, Path(args.out))
-    for row in rows:
+    for row, name in zip(rows, args.runs, strict=True):
         out.print(summary_table(row.summary, title=row.label))
+        _print_early_end(out, Path(name))
     # side by side: the measured pool success where a run logged it ("not measured" otherwise)
     out.print(comparison_table(rows, title="runs"))
     for path in plots:
         out.print(f"plot: {path}")
     return 0
+
+
+def _print_early_end(out: Console, run: Path) -> None:
+    """Say so when a run stopped before ``run.updates`` on its own (its curve ends there)."""
+    from arctic_swe.config import RunDir, RunDirError, read_run_end
+
+    with user_errors(RunDirError):
+        end = read_run_end(RunDir(run))
+    if end is not None and end.early:
+        out.print(f"{run}: {end.describe()}")

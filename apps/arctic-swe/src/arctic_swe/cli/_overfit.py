@@ -206,6 +206,8 @@ def _train(args: argparse.Namespace, run_dir: RunDir, config: RunConfig) -> int:
 
         console().print(summary_table(result.summary))
         note.print(_verdict_line(result.summary))
+    if result.end is not None and result.end.early:
+        note.print(result.end.describe())
     for path in result.plots:
         note.print(f"plot: {path}")
     note.print(f"run directory: {run_dir.root}")

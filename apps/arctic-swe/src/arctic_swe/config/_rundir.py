@@ -6,6 +6,7 @@ Layout::
     RUN/metrics.jsonl        one JSON object per update
     RUN/plots/*.png          curves (matplotlib, Agg)
     RUN/checkpoints/step-N/  atomic checkpoints (see arctic_swe.trainer)
+    RUN/finished.json        how the loop stopped, once it has (see ``_run_end``)
 """
 
 from __future__ import annotations

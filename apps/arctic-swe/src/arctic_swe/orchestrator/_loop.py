@@ -31,7 +31,7 @@ import torch
 from safetensors.torch import save_file
 from transformers import PreTrainedTokenizerFast
 
-from arctic_swe.config import RunConfig, RunDir
+from arctic_swe.config import EndReason, RunConfig, RunDir, RunEnd, write_run_end
 from arctic_swe.distributed import InProcessTrainer, RemoteTrainer, TrainerHandle
 from arctic_swe.engine import derive_seed
 from arctic_swe.harness import HarnessConfig
@@ -92,8 +92,9 @@ class _Counters:
 
 
 class RLLoop:
-    """Runs updates until ``config.run.updates`` optimizer steps are taken (or the deck has no
-    active task left). ``on_update`` sees every metrics record as it is written."""
+    """Runs updates until ``config.run.updates`` optimizer steps are taken or the deck has no
+    active task left (then the last update is checkpointed too); either way ``RUN/finished.json``
+    records why it stopped. ``on_update`` sees every metrics record as it is written."""
 
     def __init__(
         self, parts: Components, on_update: Callable[[UpdateMetrics], None] | None = None
@@ -106,6 +107,8 @@ class RLLoop:
         self.counters = _Counters()
         self.bugs: list[BaseException] = []
         self.published: Path | None = None  # the newest weights file
+        # (version, metrics cursor) of the last update when it has no checkpoint yet
+        self._unsaved: tuple[int, int] | None = None
 
     # ------------------------------------------------------------------ the loop
     async def run(self) -> list[UpdateMetrics]:
@@ -127,8 +130,13 @@ class RLLoop:
                 records.append(record)
             # The look-ahead batch will never train: stop it before the last evaluations run.
             await self._cancel_inflight()
+            if self._unsaved is not None:
+                # Stopped early (deck exhausted): the final weights are what the last pool
+                # evaluation measured and what `arctic-swe evaluate RUN` must load.
+                await self._checkpoint(*self._unsaved)
             if parts.pool_eval is not None:
                 await parts.pool_eval.finish()
+            write_run_end(parts.run, self._end())
         finally:
             await self._cancel_inflight()
             if parts.pool_eval is not None:
@@ -169,10 +177,12 @@ class RLLoop:
         cursor = parts.log.append(record)
         if parts.pool_eval is not None and self.published is not None:
             parts.pool_eval.after_update(stats.step, version, self.published)
+        self._unsaved = (version, cursor)
         if parts.trainer.steps % cfg.run.checkpoint_every == 0 or (
             parts.trainer.steps == cfg.run.updates
         ):
             await self._checkpoint(version, cursor)
+            self._unsaved = None
         if self.on_update is not None:
             self.on_update(record)
         return record
@@ -267,6 +277,19 @@ class RLLoop:
         else:
             outcome = task.result()
         self.queue.put_nowait(outcome)
+
+    def _end(self) -> RunEnd:
+        """Why the loop stopped: the update budget, or no training group left to collect
+        (every pool task retired, or — unexpectedly — none could be run)."""
+        parts = self.parts
+        steps, updates = parts.trainer.steps, parts.config.run.updates
+        if steps >= updates:
+            reason = EndReason.UPDATES
+        elif parts.deck.exhausted:
+            reason = EndReason.DECK_EXHAUSTED
+        else:
+            reason = EndReason.NO_GROUPS
+        return RunEnd(reason, steps, updates, len(parts.deck.retired), len(parts.deck))
 
     def _training_groups_inflight(self) -> int:
         return sum(1 for job in self.inflight.values() if not job.probe)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from arctic_swe.config import RunConfig, RunDir
+from arctic_swe.config import RunConfig, RunDir, RunEnd, clear_run_end, read_run_end
 from arctic_swe.metrics import (
     LiveDisplay,
     MetricsLog,
@@ -38,6 +38,7 @@ class OverfitResult:
     records: tuple[UpdateMetrics, ...]  # the whole metrics log (resumed runs included)
     summary: RunSummary | None
     plots: tuple[Path, ...]
+    end: RunEnd | None  # why the loop stopped (``RUN/finished.json``)
 
 
 def run_overfit(
@@ -53,6 +54,8 @@ def run_overfit(
 ) -> OverfitResult:
     """Run (or resume) the stress test in ``run``; returns the metrics, summary and plots."""
     console = console or Console(stderr=True)
+    if resume:  # in progress again until its loop stops
+        clear_run_end(run)
 
     async def main() -> None:
         async with open_components(
@@ -80,4 +83,5 @@ def run_overfit(
     plots: tuple[Path, ...] = ()
     if records and config.metrics.plots:
         plots = tuple(plot_run(records, run.plots))
-    return OverfitResult(run, records, summarize(records) if records else None, plots)
+    summary = summarize(records) if records else None
+    return OverfitResult(run, records, summary, plots, read_run_end(run))

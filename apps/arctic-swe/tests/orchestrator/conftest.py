@@ -1,0 +1,30 @@
+"""Shared inputs of the real-loop tests: a three-task procedural deck and two random-init tiny
+policies (different weights) with a tokenizer trained on the deck."""
+
+from __future__ import annotations
+
+import pytest
+
+from arctic_swe.chat import save_tokenizer, train_tokenizer
+from arctic_swe.deck import DeckConfig, write_deck
+from arctic_swe.harness import TINY_HARNESS
+from arctic_swe.model import policy_config, save_policy
+from arctic_swe.orchestrator import Inputs
+from arctic_swe.trainer import build_fp32_policy
+from arctic_swe.warmstart._corpus import deck_corpus
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> Inputs:
+    """``Inputs(deck, policy-0)``; ``policy-1`` sits beside ``policy-0`` (version pinning)."""
+    root = tmp_path_factory.mktemp("pool")
+    deck = write_deck(
+        root / "deck", DeckConfig(seed=3, pool_size=3, heldout_size=0, warmstart_size=0)
+    )
+    tokenizer = train_tokenizer(deck_corpus(deck, TINY_HARNESS), 512)
+    for seed in (0, 1):
+        model = build_fp32_policy(
+            policy_config(len(tokenizer), pad_token_id=tokenizer.pad_token_id), seed=seed
+        )
+        save_tokenizer(tokenizer, save_policy(model, root / f"policy-{seed}"))
+    return Inputs(root / "deck", root / "policy-0")

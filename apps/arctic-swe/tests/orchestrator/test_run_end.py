@@ -1,0 +1,127 @@
+"""Tests for how the loop ends (``RUN/finished.json``): a run whose deck runs out of tasks
+before ``run.updates`` stops, checkpoints its last update, records why, counts as finished for
+``arctic-swe ablate``, and resumes to the same end.
+
+Real parts as in ``test_pool_eval.py``: a three-task procedural deck, a random-init tiny policy
+(every group fails), namespace sandboxes, the real loop and trainer. ``deck.hard_consecutive_zero
+= 1`` retires a task at its first all-zero group, so the deck is exhausted within a few updates.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+
+from arctic_swe._cli import main
+from arctic_swe.ablate._plan import VariantState, variant_state
+from arctic_swe.config import (
+    EndReason,
+    RunConfig,
+    RunDir,
+    RunEnd,
+    apply_overrides,
+    prepare_run_dir,
+    read_run_end,
+)
+from arctic_swe.metrics import MetricsLog
+from arctic_swe.orchestrator import Inputs, run_overfit
+from arctic_swe.trainer import latest_checkpoint
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("unshare") is None,
+    reason="the namespace sandbox needs root and unshare",
+)
+
+EXHAUSTING = [
+    "run.seed=5",
+    "run.updates=20",
+    "run.checkpoint_every=50",  # never due: only the end of the run can checkpoint
+    "run.pool_eval_every=50",  # only the final weights are evaluated
+    "run.pool_eval_samples=1",
+    "run.pool_eval_workers=2",
+    "deck.pool_size=3",
+    "deck.groups_per_update=1",
+    "deck.rollouts_per_group=2",
+    "deck.replay_size=0",
+    "deck.hard_consecutive_zero=1",
+    "engine.capacity=4",
+    "engine.max_resident=4",
+    "engine.max_new_tokens=16",
+    "harness.max_tokens=2048",
+    "harness.sandboxes=2",
+    "metrics.live=false",
+    "metrics.plots=false",
+    "trainer.micro_batch_rollouts=2",
+]
+
+
+@pytest.fixture(autouse=True)
+def one_thread() -> Iterator[None]:
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _config() -> RunConfig:
+    return apply_overrides(RunConfig(), EXHAUSTING)
+
+
+def test_an_exhausted_deck_ends_the_run_with_a_checkpoint_and_a_record(
+    inputs: Inputs, tmp_path: Path
+) -> None:
+    config = _config()
+    run = prepare_run_dir(tmp_path / "run", config, resume=False)
+    result = run_overfit(config, run, inputs)
+    steps = [r.step for r in result.records]
+    last = steps[-1]
+    assert steps == list(range(1, last + 1))
+    assert last < config.run.updates  # stopped early, on its own
+    assert result.records[-1].retired == 3  # every pool task retired (hard: all-zero groups)
+    assert result.end == RunEnd(EndReason.DECK_EXHAUSTED, last, 20, 3, 3)
+    assert read_run_end(run) == result.end
+    assert "every pool task retired" in result.end.describe()
+    # The final weights are checkpointed (checkpoint_every is never due) and were evaluated.
+    assert latest_checkpoint(run.checkpoints) == run.checkpoints / f"step-{last}"
+    assert result.records[-1].pool_eval_step == last
+    assert variant_state(run, config) is VariantState.DONE  # ablate: finished, not interrupted
+
+    again = run_overfit(config, run, inputs, resume=True)
+    assert [r.step for r in again.records] == steps  # nothing left to train: no new update
+    assert again.end == result.end
+    assert [r.pool_success for r in MetricsLog(run.metrics).read()] == [
+        r.pool_success for r in result.records
+    ]
+
+
+def test_a_run_that_reaches_its_updates_records_that_end(inputs: Inputs, tmp_path: Path) -> None:
+    config = apply_overrides(
+        _config(), ["run.updates=1", "deck.hard_consecutive_zero=0", "run.pool_eval_every=0"]
+    )
+    run = prepare_run_dir(tmp_path / "run", config, resume=False)
+    result = run_overfit(config, run, inputs)
+    assert [r.step for r in result.records] == [1]
+    assert result.end == RunEnd(EndReason.UPDATES, 1, 1, 0, 3)
+    assert result.end is not None
+    assert not result.end.early
+
+
+def test_overfit_says_why_the_run_stopped(
+    inputs: Inputs, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = tmp_path / "run"
+    argv = ["overfit", "--run-dir", str(run_dir), "--deck", str(inputs.deck_dir),
+            "--policy", str(inputs.policy_dir)]  # fmt: skip
+    for assignment in EXHAUSTING:
+        argv += ["--set", assignment]
+    assert main(argv) == 0
+    end = read_run_end(RunDir(run_dir))
+    assert end is not None
+    assert end.reason is EndReason.DECK_EXHAUSTED
+    printed = " ".join(capsys.readouterr().err.split())  # rich wraps long lines
+    assert f"stopped at update {end.step} of 20: every pool task retired" in printed
