@@ -3,7 +3,10 @@ policies (different weights) with a tokenizer trained on the deck."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
+import torch
 
 from arctic_swe.chat import save_tokenizer, train_tokenizer
 from arctic_swe.deck import DeckConfig, write_deck
@@ -28,3 +31,12 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> Inputs:
         )
         save_tokenizer(tokenizer, save_policy(model, root / f"policy-{seed}"))
     return Inputs(root / "deck", root / "policy-0")
+
+
+@pytest.fixture
+def one_thread() -> Iterator[None]:
+    """The loop's default (``--threads 1``); `arctic-swe evaluate --threads 1` matches it."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

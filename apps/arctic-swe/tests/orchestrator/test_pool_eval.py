@@ -12,12 +12,10 @@ import asyncio
 import json
 import os
 import shutil
-from collections.abc import Iterator
 from dataclasses import MISSING, fields
 from pathlib import Path
 
 import pytest
-import torch
 
 from arctic_swe._cli import main
 from arctic_swe.config import RunConfig, apply_overrides, prepare_run_dir
@@ -29,10 +27,13 @@ from arctic_swe.orchestrator._pool_eval import PoolEvalJob, PoolEvaluator
 from arctic_swe.trainer import latest_checkpoint
 from swe_sandbox import NamespaceBackend
 
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("unshare") is None,
-    reason="the namespace sandbox needs root and unshare",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        os.geteuid() != 0 or shutil.which("unshare") is None,
+        reason="the namespace sandbox needs root and unshare",
+    ),
+    pytest.mark.usefixtures("one_thread"),
+]
 
 BASE = [
     "run.seed=7",
@@ -53,15 +54,6 @@ BASE = [
     "metrics.plots=false",
     "trainer.micro_batch_rollouts=2",
 ]
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """The loop's default (``--threads 1``); `arctic-swe evaluate --threads 1` matches it."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _config(*extra: str) -> RunConfig:

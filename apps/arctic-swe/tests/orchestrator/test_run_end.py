@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import torch
 
 from arctic_swe._cli import main
 from arctic_swe.ablate._plan import VariantState, variant_state
@@ -32,10 +30,13 @@ from arctic_swe.metrics import MetricsLog
 from arctic_swe.orchestrator import Inputs, run_overfit
 from arctic_swe.trainer import latest_checkpoint
 
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("unshare") is None,
-    reason="the namespace sandbox needs root and unshare",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        os.geteuid() != 0 or shutil.which("unshare") is None,
+        reason="the namespace sandbox needs root and unshare",
+    ),
+    pytest.mark.usefixtures("one_thread"),
+]
 
 EXHAUSTING = [
     "run.seed=5",
@@ -58,14 +59,6 @@ EXHAUSTING = [
     "metrics.plots=false",
     "trainer.micro_batch_rollouts=2",
 ]
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _config() -> RunConfig:
