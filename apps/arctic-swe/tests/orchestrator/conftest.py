@@ -16,6 +16,25 @@ from arctic_swe.orchestrator import Inputs
 from arctic_swe.trainer import build_fp32_policy
 from arctic_swe.warmstart._corpus import deck_corpus
 
+# The smallest real loop the orchestrator tests run: a three-task pool, one group of two
+# rollouts per update, 16-token turns. Modules add their own seed, update count and evaluation
+# cadence on top (later overrides win).
+TINY_LOOP = [
+    "run.pool_eval_workers=2",
+    "deck.pool_size=3",
+    "deck.groups_per_update=1",
+    "deck.rollouts_per_group=2",
+    "deck.replay_size=0",
+    "engine.capacity=4",
+    "engine.max_resident=4",
+    "engine.max_new_tokens=16",
+    "harness.max_tokens=2048",
+    "harness.sandboxes=2",
+    "metrics.live=false",
+    "metrics.plots=false",
+    "trainer.micro_batch_rollouts=2",
+]
+
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> Inputs:

@@ -27,6 +27,8 @@ from arctic_swe.orchestrator._pool_eval import PoolEvalJob, PoolEvaluator
 from arctic_swe.trainer import latest_checkpoint
 from swe_sandbox import NamespaceBackend
 
+from .conftest import TINY_LOOP
+
 pytestmark = [
     pytest.mark.skipif(
         os.geteuid() != 0 or shutil.which("unshare") is None,
@@ -36,23 +38,11 @@ pytestmark = [
 ]
 
 BASE = [
+    *TINY_LOOP,
     "run.seed=7",
     "run.updates=2",
     "run.pool_eval_every=1",
     "run.pool_eval_samples=2",
-    "run.pool_eval_workers=2",
-    "deck.pool_size=3",
-    "deck.groups_per_update=1",
-    "deck.rollouts_per_group=2",
-    "deck.replay_size=0",
-    "engine.capacity=4",
-    "engine.max_resident=4",
-    "engine.max_new_tokens=16",
-    "harness.max_tokens=2048",
-    "harness.sandboxes=2",
-    "metrics.live=false",
-    "metrics.plots=false",
-    "trainer.micro_batch_rollouts=2",
 ]
 
 

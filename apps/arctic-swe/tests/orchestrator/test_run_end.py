@@ -30,6 +30,8 @@ from arctic_swe.metrics import MetricsLog
 from arctic_swe.orchestrator import Inputs, run_overfit
 from arctic_swe.trainer import latest_checkpoint
 
+from .conftest import TINY_LOOP
+
 pytestmark = [
     pytest.mark.skipif(
         os.geteuid() != 0 or shutil.which("unshare") is None,
@@ -39,25 +41,13 @@ pytestmark = [
 ]
 
 EXHAUSTING = [
+    *TINY_LOOP,
     "run.seed=5",
     "run.updates=20",
     "run.checkpoint_every=50",  # never due: only the end of the run can checkpoint
     "run.pool_eval_every=50",  # only the final weights are evaluated
     "run.pool_eval_samples=1",
-    "run.pool_eval_workers=2",
-    "deck.pool_size=3",
-    "deck.groups_per_update=1",
-    "deck.rollouts_per_group=2",
-    "deck.replay_size=0",
     "deck.hard_consecutive_zero=1",
-    "engine.capacity=4",
-    "engine.max_resident=4",
-    "engine.max_new_tokens=16",
-    "harness.max_tokens=2048",
-    "harness.sandboxes=2",
-    "metrics.live=false",
-    "metrics.plots=false",
-    "trainer.micro_batch_rollouts=2",
 ]
 
 
