@@ -56,8 +56,9 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "tiny-http": {"engine": {"kind": "http", "launch": 2}},
     # The tiny sizes for up to 360 updates (``arctic-swe ablate --preset long``, the nightly
     # session), a checkpoint every 10 (each a full save of the policy and the AdamW state).
-    # With eviction the 16-task deck runs out first: measured once, the full recipe retired
-    # every task at update 109 (22 min of loop on 2 cores) and stopped (README).
+    # A run that solves its pool runs out of tasks first (eviction, no reactivation): the full
+    # recipe retired every task at update 109 (22 min of loop on 2 cores) and stopped; a run
+    # that stops solving keeps its unsolved tasks and runs all 360 (README, long runs).
     "long": {"run": {"updates": 360, "checkpoint_every": 10}},
 }
 
