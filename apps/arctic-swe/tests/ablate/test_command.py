@@ -90,14 +90,19 @@ def test_finished_variants_are_compared_without_running(
     captured = capsys.readouterr()
     assert "variant full: finished" in captured.err
     assert "variant clip: finished" in captured.err
-    table = (tmp_path / "ab" / "comparison.md").read_text()
-    rows = {line.split(" | ")[0]: line for line in table.splitlines()}
+    comparison, health = (tmp_path / "ab" / "comparison.md").read_text().split("\n\n")
+    rows = {line.split(" | ")[0]: line for line in comparison.splitlines()}
     # no pool evaluation in these runs: the measured columns say so; the imputed ones follow
     for label, imputed in (("full", "0.200 → 0.700 (0.700) | yes |"),
                            ("clip", "0.200 → 0.100 (0.600) | NO |")):  # fmt: skip
         assert rows[f"| {label}"].startswith(f"| {label} | 4 | " + "not measured | " * 2)
         assert imputed in rows[f"| {label}"]
+    # the training-health table follows: write_run's records have grad_norm 0, so all four
+    # updates count as zero-gradient, one streak from the first
+    health_rows = {line.split(" | ")[0]: line for line in health.splitlines()}
+    assert health_rows["| full"].split(" | ")[3:5] == ["4 / 4", "4 (from update 1)"]
     assert "full" in captured.out
+    assert "training health" in captured.out
     assert (tmp_path / "ab" / "compare_reward.png").stat().st_size > 0
 
 
@@ -138,7 +143,8 @@ def test_a_real_tiny_ablation_runs_two_variants_then_skips_them(
         assert len((out / variant / "metrics.jsonl").read_text().splitlines()) == 1
         assert (out / variant / "checkpoints" / "LATEST").is_file()
     assert "strict_format = false" in (out / "lenient" / "config.toml").read_text()
-    assert (out / "comparison.md").read_text().count("\n") == 4
+    # two tables (header, rule, a row per variant), one blank line between them
+    assert (out / "comparison.md").read_text().count("\n") == 4 + 1 + 4
     capsys.readouterr()
     assert main(argv) == 0  # the same command again: both finished, only compared
     assert capsys.readouterr().err.count(": finished") == 2

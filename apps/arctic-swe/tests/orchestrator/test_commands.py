@@ -141,6 +141,24 @@ def test_compare_plots_runs_and_prints_summaries(
     assert (out / "compare_reward.png").stat().st_size > 0
 
 
+def test_compare_prints_training_health_and_blocks_of_updates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "400")  # one line per table row: no cell wraps
+    _write_run(tmp_path / "full", [0.2, 0.5, 0.8, 0.9, 0.9])  # grad_norm 0 on every update
+    code = main(["compare", str(tmp_path / "full"), "--out", str(tmp_path / "cmp"),
+                 "--windows", "2"])  # fmt: skip
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "training health" in text
+    assert "5 (from update 1)" in text  # the longest zero-gradient streak
+    assert "full: blocks of 2" in text
+    for block in ("1-2", "3-4", "5-5"):
+        assert block in text
+    # the pooled last-third window: updates 4 and 5, 29 + 29 solved of 2 x 32
+    assert "58 / 64 (updates 4-5)" in text
+
+
 def test_compare_refuses_a_directory_without_metrics(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

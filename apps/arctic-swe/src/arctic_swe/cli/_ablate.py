@@ -110,14 +110,21 @@ def _run_variants(plan: AblationPlan, inputs: Inputs, note: Console, where: list
 
 def _report(plan: AblationPlan) -> None:
     """The comparison of every variant: one table (printed and OUT/comparison.md), the plots."""
-    from arctic_swe.cli._compare import read_runs, write_comparison
-    from arctic_swe.metrics import comparison_markdown, comparison_table
+    from arctic_swe.cli._compare import health_rows, read_runs, write_comparison
+    from arctic_swe.metrics import (
+        comparison_markdown,
+        comparison_table,
+        health_markdown,
+        health_table,
+    )
 
     runs = read_runs([plan.run_dir(v).root for v in plan.configs], list(plan.configs))
     rows, plots = write_comparison(runs, plan.out)
+    health = health_rows(runs)
     out = console()
     out.print(comparison_table(rows, title=f"arctic-swe ablate: {plan.out}"))
-    (plan.out / COMPARISON).write_text(comparison_markdown(rows))
+    out.print(health_table(health, title="training health"))
+    (plan.out / COMPARISON).write_text(comparison_markdown(rows) + "\n" + health_markdown(health))
     note = console(stderr=True)
     note.print(f"table: {plan.out / COMPARISON}")
     for path in plots:

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from arctic_swe._argtypes import positive_int
 from arctic_swe.cli._execute import CommandError, user_errors
 from arctic_swe.cli._output import console
 from arctic_swe.cli._registry import Subparsers
@@ -18,7 +19,7 @@ from arctic_swe.cli._registry import Subparsers
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from arctic_swe.metrics import ComparisonRow, UpdateMetrics
+    from arctic_swe.metrics import ComparisonRow, RunHealth, UpdateMetrics
 
 
 def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
@@ -41,6 +42,14 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
         default=[],
         metavar="NAME",
         help="label of the next RUN, in order (repeatable; default: a unique path suffix)",
+    )
+    compare.add_argument(
+        "--windows",
+        type=positive_int,
+        default=0,
+        metavar="N",
+        help="also print each run cut into blocks of N updates: endings invalid or out of "
+        "budget, zero-gradient updates and the trained reward per block (default: off)",
     )
     return compare
 
@@ -75,8 +84,21 @@ def write_comparison(
     return rows, plot_compare(dict(runs), out)
 
 
+def health_rows(runs: Mapping[str, list[UpdateMetrics]]) -> list[RunHealth]:
+    """One training-health row per run (endings, zero-gradient updates, defenses, audit)."""
+    from arctic_swe.metrics import run_health
+
+    return [run_health(label, records) for label, records in runs.items()]
+
+
 def run(args: argparse.Namespace) -> int:
-    from arctic_swe.metrics import comparison_table, summary_table
+    from arctic_swe.metrics import (
+        comparison_table,
+        ending_windows,
+        health_table,
+        summary_table,
+        windows_table,
+    )
 
     runs = read_runs([Path(name) for name in args.runs], args.labels)
     out = console()
@@ -84,8 +106,12 @@ def run(args: argparse.Namespace) -> int:
     for row, name in zip(rows, args.runs, strict=True):
         out.print(summary_table(row.summary, title=row.label))
         _print_early_end(out, Path(name))
+        if args.windows:
+            blocks = ending_windows(runs[row.label], args.windows)
+            out.print(windows_table(blocks, title=f"{row.label}: blocks of {args.windows}"))
     # side by side: the measured pool success where a run logged it ("not measured" otherwise)
     out.print(comparison_table(rows, title="runs"))
+    out.print(health_table(health_rows(runs), title="training health"))
     for path in plots:
         out.print(f"plot: {path}")
     return 0

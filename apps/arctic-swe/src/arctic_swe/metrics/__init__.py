@@ -6,6 +6,21 @@ from arctic_swe.metrics._comparison import (
     comparison_row,
     comparison_table,
 )
+from arctic_swe.metrics._health import (
+    EndingWindow,
+    RunHealth,
+    Streak,
+    ending_windows,
+    longest_streak,
+    run_health,
+    zero_gradient,
+)
+from arctic_swe.metrics._health_table import (
+    health_markdown,
+    health_table,
+    windows_markdown,
+    windows_table,
+)
 from arctic_swe.metrics._labels import run_labels
 from arctic_swe.metrics._live import LiveDisplay, TensorBoardSink, describe
 from arctic_swe.metrics._plots import PANELS, plot_compare, plot_numerics, plot_run
@@ -23,24 +38,35 @@ from arctic_swe.metrics._summary import (
 __all__ = [
     "PANELS",
     "ComparisonRow",
+    "EndingWindow",
     "LiveDisplay",
     "MetricsError",
     "MetricsLog",
     "PoolFigure",
     "PoolVerdict",
+    "RunHealth",
     "RunSummary",
+    "Streak",
     "TensorBoardSink",
     "UpdateMetrics",
     "comparison_markdown",
     "comparison_row",
     "comparison_table",
     "describe",
+    "ending_windows",
+    "health_markdown",
+    "health_table",
+    "longest_streak",
     "plot_compare",
     "plot_numerics",
     "plot_run",
     "pool_points",
     "pool_verdict",
+    "run_health",
     "run_labels",
     "summarize",
     "summary_table",
+    "windows_markdown",
+    "windows_table",
+    "zero_gradient",
 ]

@@ -59,8 +59,15 @@ def _pool_cells(rows: Sequence[ComparisonRow]) -> list[tuple[str, list[str]]]:
         else f"{r.summary.replay_final_window:.3f}"
         for r in rows
     ]  # fmt: skip
+    pooled = [
+        NOT_MEASURED if r.summary.pool is None
+        else f"{r.summary.pool.final.solved} / {r.summary.pool.final.rollouts} "
+        f"({r.summary.pool.final.where()})"
+        for r in rows
+    ]  # fmt: skip
     return [
         ("pool success first → final (peak), 95 % CI", pools),
+        ("final window solved / rollouts", pooled),
         ("held (final >= 0.9 x peak)", [_held(r.summary.held) for r in rows]),
         ("replay-adjusted, last window", replay),
     ]
@@ -99,10 +106,12 @@ def _columns(rows: Sequence[ComparisonRow]) -> list[tuple[str, list[str]]]:
     ]
 
 
-def comparison_table(rows: Sequence[ComparisonRow], title: str = "comparison") -> Table:
-    """The rows as one rich table (a row per run)."""
+Columns = Sequence[tuple[str, Sequence[str]]]  # (header, one cell per row)
+
+
+def columns_table(columns: Columns, title: str) -> Table:
+    """Columns as one rich table; the first column (the run's label) is never wrapped."""
     table = Table(title=title, show_header=True)
-    columns = _columns(rows)
     for index, (header, _) in enumerate(columns):
         if index == 0:  # the run's label is never wrapped, whatever the terminal's width
             width = max([len(header), *(len(cell) for cell in columns[0][1])])
@@ -114,9 +123,8 @@ def comparison_table(rows: Sequence[ComparisonRow], title: str = "comparison") -
     return table
 
 
-def comparison_markdown(rows: Sequence[ComparisonRow]) -> str:
-    """The rows as a GitHub markdown table (what ``OUT/comparison.md`` holds)."""
-    columns = _columns(rows)
+def columns_markdown(columns: Columns) -> str:
+    """Columns as a GitHub markdown table (first column left-aligned, the others right)."""
     lines = [
         "| " + " | ".join(header for header, _ in columns) + " |",
         "|" + "|".join("---" if i == 0 else "---:" for i in range(len(columns))) + "|",
@@ -124,3 +132,13 @@ def comparison_markdown(rows: Sequence[ComparisonRow]) -> str:
     for cells in zip(*(cells for _, cells in columns), strict=True):
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def comparison_table(rows: Sequence[ComparisonRow], title: str = "comparison") -> Table:
+    """The rows as one rich table (a row per run)."""
+    return columns_table(_columns(rows), title)
+
+
+def comparison_markdown(rows: Sequence[ComparisonRow]) -> str:
+    """The rows as a GitHub markdown table (what ``OUT/comparison.md`` holds)."""
+    return columns_markdown(_columns(rows))
