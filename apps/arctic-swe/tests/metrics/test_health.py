@@ -117,3 +117,11 @@ def test_windows_partition_the_run(rows: list[tuple[int, int, bool]], size: int)
 def test_a_window_holds_at_least_one_update() -> None:
     with pytest.raises(ValueError, match="at least one update"):
         ending_windows([record(1, 0.5)], 0)
+
+
+def test_invalid_endings_are_the_endings_the_trainer_treats_as_invalid() -> None:
+    """The health table counts what ``trainer.invalid_reward`` overrides (no second list)."""
+    from arctic_swe.metrics._health import INVALID_ENDINGS
+    from arctic_swe.orchestrator import FORMAT_GATE_ENDINGS
+
+    assert frozenset(INVALID_ENDINGS) == FORMAT_GATE_ENDINGS

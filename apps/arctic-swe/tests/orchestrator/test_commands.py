@@ -159,6 +159,29 @@ def test_compare_prints_training_health_and_blocks_of_updates(
     assert "58 / 64 (updates 4-5)" in text
 
 
+def test_compare_says_whether_the_runs_share_their_inputs(tmp_path: Path) -> None:
+    from arctic_swe.cli._compare import inputs_line
+    from arctic_swe.config import RunDir, RunInputs, write_run_inputs
+
+    runs = [tmp_path / name for name in ("full", "clip", "old")]
+    for run in runs:
+        run.mkdir()
+    same = RunInputs("runs/deck", "a" * 64, "runs/warmstart", "b" * 64)
+    for run in runs[:2]:
+        write_run_inputs(RunDir(run), same)
+    assert inputs_line(runs[:2]) == (
+        f"inputs: every run started from the same content ({same.short()})"
+    )
+    assert (
+        inputs_line(runs) == f"inputs: not recorded for {runs[2]} (runs started before inputs.json)"
+    )
+    # the same paths with other content on another machine: the digests tell them apart
+    write_run_inputs(RunDir(runs[1]), RunInputs("runs/deck", "a" * 64, "runs/warmstart", "c" * 64))
+    line = inputs_line(runs[:2])
+    assert line.startswith("inputs DIFFER: ")
+    assert f"{runs[1]}: deck {'a' * 12}, warm start {'c' * 12}" in line
+
+
 def test_compare_refuses_a_directory_without_metrics(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

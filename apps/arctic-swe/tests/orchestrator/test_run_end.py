@@ -23,8 +23,10 @@ from arctic_swe.config import (
     RunDir,
     RunEnd,
     apply_overrides,
+    fingerprint_inputs,
     prepare_run_dir,
     read_run_end,
+    read_run_inputs,
 )
 from arctic_swe.metrics import MetricsLog
 from arctic_swe.orchestrator import Inputs, run_overfit
@@ -74,8 +76,14 @@ def test_an_exhausted_deck_ends_the_run_with_a_checkpoint_and_a_record(
     assert result.records[-1].pool_eval_step == last
     assert variant_state(run, config) is VariantState.DONE  # ablate: finished, not interrupted
 
+    # what it trained from is recorded, and the run left its deck as it found it (the resume
+    # below would refuse a deck whose content changed)
+    recorded = read_run_inputs(run)
+    assert recorded == fingerprint_inputs(inputs.deck_dir, inputs.policy_dir)
+
     again = run_overfit(config, run, inputs, resume=True)
     assert [r.step for r in again.records] == steps  # nothing left to train: no new update
+    assert read_run_inputs(run) == recorded
     assert again.end == result.end
     assert [r.pool_success for r in MetricsLog(run.metrics).read()] == [
         r.pool_success for r in result.records

@@ -144,7 +144,7 @@ def _open_run(args: argparse.Namespace) -> tuple[RunDir, RunConfig]:
 def run_errors() -> tuple[type[Exception], ...]:
     """The typed errors a stress-test run reports as one ``error:`` line (imports torch)."""
     from arctic_swe.chat import ChatError
-    from arctic_swe.config import RunConfigError
+    from arctic_swe.config import RunConfigError, RunDirError
     from arctic_swe.deck import DeckError
     from arctic_swe.metrics import MetricsError
     from arctic_swe.model import PolicyError
@@ -153,8 +153,8 @@ def run_errors() -> tuple[type[Exception], ...]:
     from arctic_swe.warmstart import WarmStartError
 
     return (
-        ChatError, DeckError, MetricsError, PolicyError, RunConfigError, SetupError,
-        TrainerError, WarmStartError,
+        ChatError, DeckError, MetricsError, PolicyError, RunConfigError, RunDirError,
+        SetupError, TrainerError, WarmStartError,
     )  # fmt: skip
 
 

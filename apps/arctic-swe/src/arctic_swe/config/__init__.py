@@ -19,6 +19,15 @@ from arctic_swe.config._run_end import (
     read_run_end,
     write_run_end,
 )
+from arctic_swe.config._run_inputs import (
+    INPUTS_FILE,
+    POLICY_LOGS,
+    RunInputs,
+    directory_digest,
+    fingerprint_inputs,
+    read_run_inputs,
+    write_run_inputs,
+)
 from arctic_swe.config._rundir import RunDir, load_run_config, prepare_run_dir
 from arctic_swe.config._schema import (
     PROCEDURAL_DECK,
@@ -33,6 +42,8 @@ from arctic_swe.config._schema import (
 )
 
 __all__ = [
+    "INPUTS_FILE",
+    "POLICY_LOGS",
     "PRESETS",
     "PROCEDURAL_DECK",
     "DeckSection",
@@ -45,20 +56,25 @@ __all__ = [
     "RunDir",
     "RunDirError",
     "RunEnd",
+    "RunInputs",
     "RunSection",
     "SandboxSection",
     "TrainerSection",
     "apply_overrides",
     "clear_run_end",
+    "directory_digest",
+    "fingerprint_inputs",
     "from_mapping",
     "load_run_config",
     "load_toml",
     "prepare_run_dir",
     "preset",
     "read_run_end",
+    "read_run_inputs",
     "sections_to_toml",
     "to_mapping",
     "to_toml",
     "validate",
     "write_run_end",
+    "write_run_inputs",
 ]

@@ -11,6 +11,7 @@ from arctic_swe.orchestrator._batch import (
 from arctic_swe.orchestrator._groups import GroupJob, GroupOutcome, LeaseSampler, run_group
 from arctic_swe.orchestrator._loop import Components, RLLoop
 from arctic_swe.orchestrator._overfit import OverfitResult, run_overfit
+from arctic_swe.orchestrator._provenance import InputsChangedError, record_inputs
 from arctic_swe.orchestrator._setup import (
     EngineFactory,
     Inputs,
@@ -27,6 +28,7 @@ __all__ = [
     "GroupJob",
     "GroupOutcome",
     "Inputs",
+    "InputsChangedError",
     "LeaseSampler",
     "OverfitResult",
     "RLLoop",
@@ -34,6 +36,7 @@ __all__ = [
     "build_samples",
     "harness_config",
     "open_components",
+    "record_inputs",
     "run_group",
     "run_overfit",
     "tally",

@@ -26,6 +26,7 @@ from arctic_swe.metrics import (
     summarize,
 )
 from arctic_swe.orchestrator._loop import RLLoop
+from arctic_swe.orchestrator._provenance import record_inputs
 from arctic_swe.orchestrator._setup import EngineFactory, Inputs, _torch_engine, open_components
 from swe_sandbox import Backend
 
@@ -54,6 +55,7 @@ def run_overfit(
 ) -> OverfitResult:
     """Run (or resume) the stress test in ``run``; returns the metrics, summary and plots."""
     console = console or Console(stderr=True)
+    record_inputs(run, inputs, resume=resume, console=console)  # refuses a changed deck
     if resume:  # in progress again until its loop stops
         clear_run_end(run)
 
