@@ -207,7 +207,8 @@ def nightly_ablate(session: nox.Session) -> None:
     there, 92-109 updates and 22-25 min each measured; `no-eviction` never does) into
     runs/nightly/<UTC date>/; the deck and the warm start in runs/nightly/ are built once and
     shared by every night. Rerun the same day to resume. posargs go to `arctic-swe ablate`
-    (e.g. `-- --variants full,clip`). `nox -t nightly` runs it after the slow tests."""
+    (e.g. `-- --variants full,clip`, or `-- --seeds 0,1,2` for several seeds per variant).
+    `nox -t nightly` runs it after the slow tests."""
     import datetime
 
     _sync_workspace(session)

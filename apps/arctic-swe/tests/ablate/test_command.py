@@ -106,6 +106,42 @@ def test_finished_variants_are_compared_without_running(
     assert (tmp_path / "ab" / "compare_reward.png").stat().st_size > 0
 
 
+def test_seeded_variants_are_compared_per_seed_and_across_seeds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _inputs_on_disk(tmp_path)
+    argv = _argv(tmp_path, "--variants", "full,clip", "--seeds", "0,1", "--set", "run.updates=4")
+    base = apply_overrides(RunConfig(), ["run.updates=4"])
+    (tmp_path / "ab").mkdir()
+    from arctic_swe.ablate import AblationPlan, open_plan, seeded_configs, variant_configs
+
+    configs = seeded_configs(variant_configs(base, ("full", "clip")), (0, 1))
+    open_plan(AblationPlan(tmp_path / "ab", configs, tmp_path / "deck", tmp_path / "policy"))
+    for key, rewards in (("full/seed-0", [0.2, 0.4, 0.6, 0.7]), ("full/seed-1", [0.2, 0.5, 0.6, 0.6]),
+                         ("clip/seed-0", [0.2, 0.6, 0.3, 0.1]), ("clip/seed-1", [0.3, 0.6, 0.2, 0.1])):  # fmt: skip
+        write_run(tmp_path / "ab" / key, configs[key], rewards)
+    capsys.readouterr()
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert captured.err.count(": finished") == 4  # each seed of each variant, in its own directory
+    comparison, _health, seeds = (tmp_path / "ab" / "comparison.md").read_text().split("\n\n")
+    assert {line.split(" | ")[0] for line in comparison.splitlines()[2:]} == {
+        "| full/seed-0", "| full/seed-1", "| clip/seed-0", "| clip/seed-1"}  # fmt: skip
+    rows = {line.split(" | ")[0]: line.split(" | ") for line in seeds.splitlines()[2:]}
+    # write_run logs no pool evaluation: the seeds are counted, their figures "not measured"
+    assert rows["| full"][1:3] == ["2", "0 of 0"]
+    assert rows["| clip"][3] == "0: not measured, 1: not measured"
+    assert "seeds per variant" in captured.out
+
+
+def test_a_bad_seed_list_fails_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(_argv(tmp_path, "--seeds", "0,0")) == 2
+    assert "seed 0 is given twice" in capsys.readouterr().err
+    assert not (tmp_path / "ab").exists()
+
+
 SMOKE = [
     "run.updates=1",
     "deck.pool_size=4",

@@ -14,7 +14,9 @@ from arctic_swe.ablate import (
     DEFAULT_VARIANTS,
     VARIANTS,
     AblateError,
+    parse_seeds,
     parse_variants,
+    seeded_configs,
     variant_configs,
 )
 from arctic_swe.cli._defaults import ABLATIONS
@@ -98,3 +100,30 @@ def test_an_override_that_undoes_a_variant_is_refused() -> None:
 def test_an_override_that_breaks_session_hash_is_a_config_error() -> None:
     with pytest.raises(RunConfigError, match=r"engine\.routing"):
         variant_configs(RunConfig(), ("full", "session-hash"), ["engine.engines=1"])
+
+
+@given(st.lists(st.integers(0, 10_000), min_size=1, max_size=6, unique=True))
+def test_seed_lists_parse_in_the_order_given(seeds: list[int]) -> None:
+    assert parse_seeds(",".join(map(str, seeds))) == tuple(seeds)
+    assert parse_seeds(" , ".join(map(str, seeds))) == tuple(seeds)  # spaces allowed
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("0,,1", "empty seed"), ("0,x", "integers"), ("1.5", "integers"), ("0,-1", "negative"),
+     ("2,2", "seed 2 is given twice")],
+)  # fmt: skip
+def test_bad_seed_lists_are_typed_errors(text: str, message: str) -> None:
+    with pytest.raises(AblateError, match=message):
+        parse_seeds(text)
+
+
+def test_each_variant_runs_once_per_seed_and_only_its_seed_changes() -> None:
+    configs = variant_configs(RunConfig(), ("full", "clip"))
+    seeded = seeded_configs(configs, (3, 0))
+    assert list(seeded) == ["full/seed-3", "full/seed-0", "clip/seed-3", "clip/seed-0"]
+    for key, config in seeded.items():
+        variant, _, seed = key.partition("/seed-")
+        assert config.run.seed == int(seed)
+        assert attrs.evolve(config, run=attrs.evolve(config.run, seed=0)) == configs[variant]
+    assert seeded_configs(configs, ()) == configs  # no --seeds: OUT/<variant>/ as before

@@ -9,9 +9,12 @@ from arctic_swe.ablate._errors import AblateError
 from arctic_swe.ablate._plan import MANIFEST, AblationPlan, VariantState, open_plan, variant_state
 from arctic_swe.ablate._variants import (
     DEFAULT_VARIANTS,
+    SEED_DIR,
     VARIANTS,
     Variant,
+    parse_seeds,
     parse_variants,
+    seeded_configs,
     shared_overrides,
     variant_configs,
 )
@@ -19,13 +22,16 @@ from arctic_swe.ablate._variants import (
 __all__ = [
     "DEFAULT_VARIANTS",
     "MANIFEST",
+    "SEED_DIR",
     "VARIANTS",
     "AblateError",
     "AblationPlan",
     "Variant",
     "VariantState",
     "open_plan",
+    "parse_seeds",
     "parse_variants",
+    "seeded_configs",
     "shared_overrides",
     "variant_configs",
     "variant_state",

@@ -8,7 +8,7 @@ table of what each flag changes), so ``ablate`` and ``overfit --clip`` cannot dr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from arctic_swe.ablate._errors import AblateError
@@ -145,3 +145,41 @@ def variant_configs(
             )
         seen[config] = name
     return configs
+
+
+#: ``OUT/<variant>/seed-<n>/``: the run directory (and the comparison label) of one seed.
+SEED_DIR = "seed-"
+
+
+def parse_seeds(text: str) -> tuple[int, ...]:
+    """``"0,1,2"`` -> ``(0, 1, 2)`` in the order given.
+
+    Raises :class:`AblateError` for an empty, negative, non-integer or repeated seed.
+    """
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise AblateError(f"--seeds {text!r}: empty seed; give e.g. 0,1,2")
+    try:
+        seeds = tuple(int(name) for name in names)
+    except ValueError:
+        raise AblateError(f"--seeds {text!r}: seeds are integers, e.g. 0,1,2") from None
+    negative = [seed for seed in seeds if seed < 0]
+    if negative:
+        raise AblateError(f"--seeds: seed {negative[0]} is negative")
+    repeated = sorted({seed for seed in seeds if seeds.count(seed) > 1})
+    if repeated:
+        raise AblateError(f"--seeds: seed {repeated[0]} is given twice")
+    return seeds
+
+
+def seeded_configs(configs: Mapping[str, RunConfig], seeds: Sequence[int]) -> dict[str, RunConfig]:
+    """Every variant once per seed (``run.seed``), keyed ``<variant>/seed-<n>`` in variant
+    order then seed order; ``configs`` unchanged when ``seeds`` is empty (one run per variant
+    at the base config's seed, the layout ``OUT/<variant>/``)."""
+    if not seeds:
+        return dict(configs)
+    return {
+        f"{name}/{SEED_DIR}{seed}": apply_overrides(config, [f"run.seed={seed}"])
+        for name, config in configs.items()
+        for seed in seeds
+    }

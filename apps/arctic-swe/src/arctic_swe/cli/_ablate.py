@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from arctic_swe.ablate import AblationPlan
     from arctic_swe.ablate._run import VariantEvent
+    from arctic_swe.config import RunConfig
     from arctic_swe.orchestrator import Inputs
 
 DEFAULT_OUT = "runs/ablate"
@@ -55,13 +56,22 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
         help=f"comma-separated variants, run in the order {', '.join(VARIANTS)} "
         "(default: %(default)s)",
     )
+    ablate.add_argument(
+        "--seeds",
+        default="",
+        metavar="N,M,...",
+        help="run every variant once per seed (run.seed; the warm start keeps the base "
+        "config's seed, so all seeds share it), each into OUT/<variant>/seed-<n>/, and add a "
+        "table per variant: seeds held, last third per seed, their spread, seeds pooled "
+        "(default: one run per variant at the base seed, in OUT/<variant>/)",
+    )
     add_config_options(ablate)
     add_input_options(ablate)
     return ablate
 
 
 def run(args: argparse.Namespace) -> int:
-    plan = _plan(args)  # every bad input fails here, before torch loads or a deck is built
+    plan, base = _plan(args)  # every bad input fails here, before torch loads or a deck is built
     note = console(stderr=True)
     from arctic_swe.cli._overfit import prepare_inputs, run_errors
 
@@ -69,8 +79,9 @@ def run(args: argparse.Namespace) -> int:
     with user_errors(*run_errors()):
         try:
             # the deck and the warm start read only run.seed and the deck section, which no
-            # variant changes: every variant trains from the same two
-            inputs = prepare_inputs(args, next(iter(plan.configs.values())), note)
+            # variant changes, and the base config's seed (not --seeds'): every variant and
+            # every seed trains from the same two
+            inputs = prepare_inputs(args, base, note)
             _run_variants(plan, inputs, note, where)
         except KeyboardInterrupt:
             raise CommandInterruptedError(
@@ -116,6 +127,9 @@ def _report(plan: AblationPlan) -> None:
         comparison_table,
         health_markdown,
         health_table,
+        seed_groups,
+        seeds_markdown,
+        seeds_table,
     )
 
     runs = read_runs([plan.run_dir(v).root for v in plan.configs], list(plan.configs))
@@ -124,7 +138,12 @@ def _report(plan: AblationPlan) -> None:
     out = console()
     out.print(comparison_table(rows, title=f"arctic-swe ablate: {plan.out}"))
     out.print(health_table(health, title="training health"))
-    (plan.out / COMPARISON).write_text(comparison_markdown(rows) + "\n" + health_markdown(health))
+    tables = [comparison_markdown(rows), health_markdown(health)]
+    groups = seed_groups(rows)
+    if groups:  # --seeds: the variants across their seeds
+        out.print(seeds_table(groups, title="seeds per variant"))
+        tables.append(seeds_markdown(groups))
+    (plan.out / COMPARISON).write_text("\n".join(tables))
     note = console(stderr=True)
     note.print(f"table: {plan.out / COMPARISON}")
     for path in plots:
@@ -135,20 +154,27 @@ def _resume_command() -> str:
     return shlex.join(["arctic-swe", *sys.argv[1:]])
 
 
-def _plan(args: argparse.Namespace) -> AblationPlan:
-    """Variants, their configs and the opened ``--out`` (manifest written or matched)."""
+def _plan(args: argparse.Namespace) -> tuple[AblationPlan, RunConfig]:
+    """Variants (once per ``--seeds`` seed), their configs and the opened ``--out`` (manifest
+    written or matched), and the base config (the preset, ``--config`` and ``--set``)."""
     from arctic_swe.ablate import (
         AblateError,
         AblationPlan,
         open_plan,
+        parse_seeds,
         parse_variants,
+        seeded_configs,
         variant_configs,
     )
     from arctic_swe.cli._overfit import base_config
-    from arctic_swe.config import RunConfigError
+    from arctic_swe.config import RunConfigError, apply_overrides
 
     with user_errors(AblateError, RunConfigError):
         variants = parse_variants(args.variants)
-        configs = variant_configs(base_config(args), variants, args.overrides)
+        seeds = parse_seeds(args.seeds) if args.seeds else ()
+        base = apply_overrides(base_config(args), args.overrides)
+        configs = seeded_configs(
+            variant_configs(base_config(args), variants, args.overrides), seeds
+        )
         plan = AblationPlan(Path(args.out), configs, Path(args.deck), Path(args.policy))
-        return open_plan(plan)
+        return open_plan(plan), base

@@ -25,6 +25,13 @@ from arctic_swe.metrics._labels import run_labels
 from arctic_swe.metrics._live import LiveDisplay, TensorBoardSink, describe
 from arctic_swe.metrics._plots import PANELS, plot_compare, plot_numerics, plot_run
 from arctic_swe.metrics._record import MetricsError, MetricsLog, UpdateMetrics
+from arctic_swe.metrics._seeds import (
+    SeedGroup,
+    seed_groups,
+    seeds_markdown,
+    seeds_table,
+    split_seed_label,
+)
 from arctic_swe.metrics._summary import (
     PoolFigure,
     PoolVerdict,
@@ -46,6 +53,7 @@ __all__ = [
     "PoolVerdict",
     "RunHealth",
     "RunSummary",
+    "SeedGroup",
     "Streak",
     "TensorBoardSink",
     "UpdateMetrics",
@@ -64,6 +72,10 @@ __all__ = [
     "pool_verdict",
     "run_health",
     "run_labels",
+    "seed_groups",
+    "seeds_markdown",
+    "seeds_table",
+    "split_seed_label",
     "summarize",
     "summary_table",
     "windows_markdown",
