@@ -121,7 +121,7 @@ def _run_variants(plan: AblationPlan, inputs: Inputs, note: Console, where: list
 
 def _report(plan: AblationPlan) -> None:
     """The comparison of every variant: one table (printed and OUT/comparison.md), the plots."""
-    from arctic_swe.cli._compare import health_rows, read_runs, write_comparison
+    from arctic_swe.cli._compare import health_rows, inputs_line, read_runs, write_comparison
     from arctic_swe.metrics import (
         comparison_markdown,
         comparison_table,
@@ -144,6 +144,7 @@ def _report(plan: AblationPlan) -> None:
         out.print(seeds_table(groups, title="seeds per variant"))
         tables.append(seeds_markdown(groups))
     (plan.out / COMPARISON).write_text("\n".join(tables))
+    out.print(inputs_line([plan.run_dir(v).root for v in plan.configs]), highlight=False)
     note = console(stderr=True)
     note.print(f"table: {plan.out / COMPARISON}")
     for path in plots:
@@ -172,9 +173,10 @@ def _plan(args: argparse.Namespace) -> tuple[AblationPlan, RunConfig]:
     with user_errors(AblateError, RunConfigError):
         variants = parse_variants(args.variants)
         seeds = parse_seeds(args.seeds) if args.seeds else ()
-        base = apply_overrides(base_config(args), args.overrides)
+        preset_and_config = base_config(args)
+        base = apply_overrides(preset_and_config, args.overrides)
         configs = seeded_configs(
-            variant_configs(base_config(args), variants, args.overrides), seeds
+            variant_configs(preset_and_config, variants, args.overrides), seeds
         )
         plan = AblationPlan(Path(args.out), configs, Path(args.deck), Path(args.policy))
         return open_plan(plan), base
