@@ -87,6 +87,7 @@ def test_overrides_set_one_field(assignment: str, section: str, field: str, valu
         ('run.updates="3"', "run.updates"),
         ("harness.gated_reward=1", "harness.gated_reward"),
         ("run.updates=0", "run.updates"),
+        ("run.stop_after_zero_gradient=-1", "run.stop_after_zero_gradient"),
         ("deck.groups_per_update=17", "deck.groups_per_update"),
         ("deck.rollouts_per_group=32", "engine.max_resident"),
         ("engine.routing=random", "engine.routing"),

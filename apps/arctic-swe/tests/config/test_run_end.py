@@ -66,3 +66,6 @@ def test_the_description_says_why_the_curve_stops() -> None:
     )
     assert RunEnd(EndReason.UPDATES, 36, 36, 4, 16).describe() == "finished: 36 of 36 updates"
     assert "no training group" in RunEnd(EndReason.NO_GROUPS, 3, 36, 1, 16).describe()
+    stalled = RunEnd(EndReason.STALLED, 103, 360, 13, 16).describe()
+    assert stalled.startswith("stopped at update 103 of 360: stalled, the last updates had no")
+    assert "13 of 16 tasks retired" in stalled

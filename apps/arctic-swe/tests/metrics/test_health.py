@@ -16,6 +16,7 @@ from arctic_swe.metrics import (
     ending_windows,
     longest_streak,
     run_health,
+    trailing_zero_gradient,
     zero_gradient,
 )
 
@@ -125,3 +126,10 @@ def test_invalid_endings_are_the_endings_the_trainer_treats_as_invalid() -> None
     from arctic_swe.orchestrator import FORMAT_GATE_ENDINGS
 
     assert frozenset(INVALID_ENDINGS) == FORMAT_GATE_ENDINGS
+
+
+@given(st.lists(st.booleans(), max_size=40))
+def test_the_trailing_streak_counts_back_from_the_last_update(flat: list[bool]) -> None:
+    expected = len(flat) - len("".join("1" if z else "0" for z in flat).rstrip("1"))
+    assert trailing_zero_gradient(_run(flat)) == expected
+    assert trailing_zero_gradient(list(reversed(_run(flat)))) == expected

@@ -1,6 +1,7 @@
 """Tests for how the loop ends (``RUN/finished.json``): a run whose deck runs out of tasks
 before ``run.updates`` stops, checkpoints its last update, records why, counts as finished for
-``arctic-swe ablate``, and resumes to the same end.
+``arctic-swe ablate``, and resumes to the same end; so does a run stopped by its stall limit
+(``run.stop_after_zero_gradient``).
 
 Real parts as in ``test_pool_eval.py``: a three-task procedural deck, a random-init tiny policy
 (every group fails), namespace sandboxes, the real loop and trainer. ``deck.hard_consecutive_zero
@@ -100,6 +101,28 @@ def test_a_run_that_reaches_its_updates_records_that_end(inputs: Inputs, tmp_pat
     assert result.end == RunEnd(EndReason.UPDATES, 1, 1, 0, 3)
     assert result.end is not None
     assert not result.end.early
+
+
+def test_a_stalled_run_stops_after_its_zero_gradient_streak_and_resumes_to_the_same_end(
+    inputs: Inputs, tmp_path: Path
+) -> None:
+    """The random-init policy fails every group, so every update has zero advantages: with no
+    hard retirement the deck never runs out, and only the stall limit ends the run."""
+    config = apply_overrides(
+        _config(),
+        ["deck.hard_consecutive_zero=0", "run.stop_after_zero_gradient=2", "run.pool_eval_every=0"],
+    )
+    run = prepare_run_dir(tmp_path / "run", config, resume=False)
+    result = run_overfit(config, run, inputs)
+    assert [r.grad_norm for r in result.records] == [0.0, 0.0]
+    assert result.end == RunEnd(EndReason.STALLED, 2, 20, 0, 3)
+    assert "stalled" in result.end.describe()
+    assert latest_checkpoint(run.checkpoints) == run.checkpoints / "step-2"
+    assert variant_state(run, config) is VariantState.DONE
+    # the streak is read back from the log: the resumed run is still stalled and ends at once
+    again = run_overfit(config, run, inputs, resume=True)
+    assert [r.step for r in again.records] == [1, 2]
+    assert again.end == result.end
 
 
 def test_overfit_says_why_the_run_stopped(

@@ -203,6 +203,9 @@ def validate(config: RunConfig) -> None:
     _require(run.max_group_retries >= 0, "run.max_group_retries", "must be >= 0")
     _require(run.lookahead_batches >= 0, "run.lookahead_batches", "must be >= 0")
     _require(run.pool_eval_every >= 0, "run.pool_eval_every", "must be >= 0 (0 = off)")
+    _require(
+        run.stop_after_zero_gradient >= 0, "run.stop_after_zero_gradient", "must be >= 0 (0 = off)"
+    )
     _require(run.pool_eval_samples >= 1, "run.pool_eval_samples", "must be >= 1")
     _require(run.pool_eval_workers >= 1, "run.pool_eval_workers", "must be >= 1")
     _require(deck.pool_size >= 1, "deck.pool_size", "must be >= 1")

@@ -28,6 +28,7 @@ class EndReason(Enum):
     UPDATES = "updates"  # run.updates optimizer steps taken
     DECK_EXHAUSTED = "deck_exhausted"  # every pool task retired: nothing left to train
     NO_GROUPS = "no_groups"  # active tasks left, but no training group could be collected
+    STALLED = "stalled"  # run.stop_after_zero_gradient updates in a row without a gradient
 
 
 @attrs.frozen
@@ -55,6 +56,12 @@ class RunEnd:
             return (
                 f"stopped at update {self.step} of {self.updates}: every pool task retired "
                 f"({self.retired} of {self.pool_size}; deck exhausted), nothing left to train"
+            )
+        if self.reason is EndReason.STALLED:
+            return (
+                f"stopped at update {self.step} of {self.updates}: stalled, the last updates "
+                "had no gradient (every trained group scored the same for all its rollouts; "
+                f"{self.retired} of {self.pool_size} tasks retired)"
             )
         return (
             f"stopped at update {self.step} of {self.updates}: no training group could be "

@@ -45,6 +45,11 @@ class RunSection:
     pool_eval_every: int = 9  # measured cost: README "Measured pool success"
     pool_eval_samples: int = 2
     pool_eval_workers: int = 4
+    # Stop once this many updates in a row had no gradient at all (0 = never). The recipe
+    # never reactivates a retired task, so a run whose remaining tasks all score zero trains
+    # on zero-advantage groups for good (a bf16-state long run: 91 in a row, then SIGTERM);
+    # off in every preset, so runs of one preset keep one budget.
+    stop_after_zero_gradient: int = 0
 
 
 @attrs.frozen

@@ -13,6 +13,7 @@ from arctic_swe.metrics._health import (
     ending_windows,
     longest_streak,
     run_health,
+    trailing_zero_gradient,
     zero_gradient,
 )
 from arctic_swe.metrics._health_table import (
@@ -78,6 +79,7 @@ __all__ = [
     "split_seed_label",
     "summarize",
     "summary_table",
+    "trailing_zero_gradient",
     "windows_markdown",
     "windows_table",
     "zero_gradient",

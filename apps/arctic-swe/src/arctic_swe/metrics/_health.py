@@ -92,6 +92,17 @@ def longest_streak(records: Sequence[UpdateMetrics]) -> Streak | None:
     return best
 
 
+def trailing_zero_gradient(records: Sequence[UpdateMetrics]) -> int:
+    """How many of the last updates, in a row, had no gradient (what a resumed run's stall
+    count starts from)."""
+    count = 0
+    for record in sorted(records, key=lambda r: r.step, reverse=True):
+        if not zero_gradient(record):
+            break
+        count += 1
+    return count
+
+
 def _range(values: Sequence[float]) -> tuple[float, float] | None:
     measured = [v for v in values if v >= 0]  # -1: not audited on that update
     return (min(measured), max(measured)) if measured else None

@@ -35,7 +35,7 @@ from arctic_swe.config import EndReason, RunConfig, RunDir, RunEnd, write_run_en
 from arctic_swe.distributed import InProcessTrainer, RemoteTrainer, TrainerHandle
 from arctic_swe.engine import derive_seed
 from arctic_swe.harness import HarnessConfig
-from arctic_swe.metrics import MetricsLog, UpdateMetrics
+from arctic_swe.metrics import MetricsLog, UpdateMetrics, trailing_zero_gradient, zero_gradient
 from arctic_swe.orchestrator._batch import build_samples, tally, token_versions
 from arctic_swe.orchestrator._groups import GroupJob, GroupOutcome, run_group
 from arctic_swe.trainer import (
@@ -109,6 +109,8 @@ class RLLoop:
         self.published: Path | None = None  # the newest weights file
         # (version, metrics cursor) of the last update when it has no checkpoint yet
         self._unsaved: tuple[int, int] | None = None
+        # updates in a row without a gradient, up to now (a resumed run continues its log's)
+        self.zero_streak = trailing_zero_gradient(parts.log.read())
 
     # ------------------------------------------------------------------ the loop
     async def run(self) -> list[UpdateMetrics]:
@@ -123,11 +125,12 @@ class RLLoop:
             while self._training_groups_inflight() < batches * parts.config.deck.groups_per_update:
                 if not self._launch_batch():
                     break
-            while parts.trainer.steps < parts.config.run.updates:
+            while parts.trainer.steps < parts.config.run.updates and not self._stalled():
                 record = await self._update()
                 if record is None:
                     break
                 records.append(record)
+                self.zero_streak = self.zero_streak + 1 if zero_gradient(record) else 0
             # The look-ahead batch will never train: stop it before the last evaluations run.
             await self._cancel_inflight()
             if self._unsaved is not None:
@@ -279,17 +282,25 @@ class RLLoop:
         self.queue.put_nowait(outcome)
 
     def _end(self) -> RunEnd:
-        """Why the loop stopped: the update budget, or no training group left to collect
-        (every pool task retired, or — unexpectedly — none could be run)."""
+        """Why the loop stopped: the update budget, a stall (``run.stop_after_zero_gradient``),
+        or no training group left to collect (every pool task retired, or — unexpectedly —
+        none could be run)."""
         parts = self.parts
         steps, updates = parts.trainer.steps, parts.config.run.updates
         if steps >= updates:
             reason = EndReason.UPDATES
+        elif self._stalled():
+            reason = EndReason.STALLED
         elif parts.deck.exhausted:
             reason = EndReason.DECK_EXHAUSTED
         else:
             reason = EndReason.NO_GROUPS
         return RunEnd(reason, steps, updates, len(parts.deck.retired), len(parts.deck))
+
+    def _stalled(self) -> bool:
+        """``run.stop_after_zero_gradient`` updates in a row had no gradient (0: never)."""
+        limit = self.parts.config.run.stop_after_zero_gradient
+        return limit > 0 and self.zero_streak >= limit
 
     def _training_groups_inflight(self) -> int:
         return sum(1 for job in self.inflight.values() if not job.probe)
