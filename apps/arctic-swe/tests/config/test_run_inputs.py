@@ -15,6 +15,7 @@ from arctic_swe.config import (
     RunDir,
     RunDirError,
     RunInputs,
+    content_digest,
     directory_digest,
     fingerprint_inputs,
     read_run_inputs,
@@ -68,6 +69,16 @@ def test_skipped_patterns_leave_the_digest_alone(tmp_path: Path) -> None:
 def test_a_missing_directory_is_a_typed_error(tmp_path: Path) -> None:
     with pytest.raises(RunDirError, match="not a directory"):
         directory_digest(tmp_path / "gone")
+    with pytest.raises(RunDirError, match="neither a file nor a directory"):
+        content_digest(tmp_path / "gone")
+
+
+def test_a_file_is_digested_by_its_bytes_and_a_directory_as_a_tree(tmp_path: Path) -> None:
+    rows = tmp_path / "tasks.jsonl"
+    rows.write_bytes(b'{"instance_id": "a"}\n')
+    assert content_digest(rows) == hashlib.sha256(rows.read_bytes()).hexdigest()
+    tree = _tree(tmp_path / "deck", FILES)
+    assert content_digest(tree) == directory_digest(tree) == _reference(FILES)
 
 
 hexes = st.text(alphabet="0123456789abcdef", min_size=64, max_size=64)

@@ -50,6 +50,20 @@ def directory_digest(root: Path, skip: tuple[str, ...] = ()) -> str:
     return digest.hexdigest()
 
 
+def content_digest(path: Path, skip: tuple[str, ...] = ()) -> str:
+    """:func:`directory_digest` of a directory, SHA-256 of a file's bytes (a ``deck.source``
+    file of task rows). Raises :class:`RunDirError` for a path that is neither."""
+    if path.is_file():
+        digest = hashlib.sha256()
+        with path.open("rb") as handle:
+            while chunk := handle.read(_CHUNK):
+                digest.update(chunk)
+        return digest.hexdigest()
+    if not path.is_dir():
+        raise RunDirError(f"{path} is neither a file nor a directory: cannot fingerprint it")
+    return directory_digest(path, skip)
+
+
 def _sha256(_instance: object, attribute: attrs.Attribute[str], value: object) -> None:
     if not isinstance(value, str) or len(value) != 64 or set(value) - set("0123456789abcdef"):
         raise ValueError(f"{attribute.name} must be 64 lowercase hex digits, got {value!r}")
@@ -58,7 +72,8 @@ def _sha256(_instance: object, attribute: attrs.Attribute[str], value: object) -
 @attrs.frozen
 class RunInputs:
     """The deck and warm start a run started from: their paths as given and their
-    :func:`directory_digest`."""
+    :func:`content_digest`. ``deck`` is the deck directory, or the ``deck.source`` file of task
+    rows when the pool came from one."""
 
     deck: str
     deck_sha256: str = attrs.field(validator=_sha256)
@@ -74,12 +89,13 @@ class RunInputs:
         return (self.deck_sha256, self.policy_sha256) == (other.deck_sha256, other.policy_sha256)
 
 
-def fingerprint_inputs(deck_dir: Path, policy_dir: Path) -> RunInputs:
-    """The record of ``deck_dir`` (every file) and ``policy_dir`` (every file but the
-    :data:`POLICY_LOGS`: weights, configuration, tokenizer) as they are now."""
+def fingerprint_inputs(deck: Path, policy_dir: Path) -> RunInputs:
+    """The record of ``deck`` (a deck directory, every file; or a file of task rows) and
+    ``policy_dir`` (every file but the :data:`POLICY_LOGS`: weights, configuration, tokenizer)
+    as they are now."""
     return RunInputs(
-        deck=str(deck_dir),
-        deck_sha256=directory_digest(deck_dir),
+        deck=str(deck),
+        deck_sha256=content_digest(deck),
         policy=str(policy_dir),
         policy_sha256=directory_digest(policy_dir, skip=POLICY_LOGS),
     )

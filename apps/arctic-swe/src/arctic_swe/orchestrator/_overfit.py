@@ -55,7 +55,7 @@ def run_overfit(
 ) -> OverfitResult:
     """Run (or resume) the stress test in ``run``; returns the metrics, summary and plots."""
     console = console or Console(stderr=True)
-    record_inputs(run, inputs, resume=resume, console=console)  # refuses a changed deck
+    record_inputs(run, config, inputs, resume=resume, console=console)  # refuses a changed deck
     if resume:  # in progress again until its loop stops
         clear_run_end(run)
 
