@@ -9,7 +9,6 @@ from arctic_swe.ablate._errors import AblateError
 from arctic_swe.ablate._plan import MANIFEST, AblationPlan, VariantState, open_plan, variant_state
 from arctic_swe.ablate._variants import (
     DEFAULT_VARIANTS,
-    SEED_DIR,
     VARIANTS,
     Variant,
     parse_seeds,
@@ -22,7 +21,6 @@ from arctic_swe.ablate._variants import (
 __all__ = [
     "DEFAULT_VARIANTS",
     "MANIFEST",
-    "SEED_DIR",
     "VARIANTS",
     "AblateError",
     "AblationPlan",

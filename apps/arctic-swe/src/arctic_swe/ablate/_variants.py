@@ -147,10 +147,6 @@ def variant_configs(
     return configs
 
 
-#: ``OUT/<variant>/seed-<n>/``: the run directory (and the comparison label) of one seed.
-SEED_DIR = "seed-"
-
-
 def parse_seeds(text: str) -> tuple[int, ...]:
     """``"0,1,2"`` -> ``(0, 1, 2)`` in the order given.
 
@@ -176,10 +172,12 @@ def seeded_configs(configs: Mapping[str, RunConfig], seeds: Sequence[int]) -> di
     """Every variant once per seed (``run.seed``), keyed ``<variant>/seed-<n>`` in variant
     order then seed order; ``configs`` unchanged when ``seeds`` is empty (one run per variant
     at the base config's seed, the layout ``OUT/<variant>/``)."""
+    from arctic_swe.metrics._seeds import seed_label  # metrics imports matplotlib: not at --help
+
     if not seeds:
         return dict(configs)
     return {
-        f"{name}/{SEED_DIR}{seed}": apply_overrides(config, [f"run.seed={seed}"])
+        seed_label(name, seed): apply_overrides(config, [f"run.seed={seed}"])
         for name, config in configs.items()
         for seed in seeds
     }

@@ -43,11 +43,16 @@ def directory_digest(root: Path, skip: tuple[str, ...] = ()) -> str:
     kept = (p for p in files if not any(fnmatch(p.relative_to(root).as_posix(), s) for s in skip))
     for path in sorted(kept):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-        with path.open("rb") as handle:
-            while chunk := handle.read(_CHUNK):
-                digest.update(chunk)
+        _feed(digest, path)
         digest.update(b"\0")
     return digest.hexdigest()
+
+
+def _feed(digest: hashlib._Hash, path: Path) -> None:
+    """Add a file's bytes to ``digest``, a chunk at a time (weights can be large)."""
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
 
 
 def content_digest(path: Path, skip: tuple[str, ...] = ()) -> str:
@@ -55,9 +60,7 @@ def content_digest(path: Path, skip: tuple[str, ...] = ()) -> str:
     file of task rows). Raises :class:`RunDirError` for a path that is neither."""
     if path.is_file():
         digest = hashlib.sha256()
-        with path.open("rb") as handle:
-            while chunk := handle.read(_CHUNK):
-                digest.update(chunk)
+        _feed(digest, path)
         return digest.hexdigest()
     if not path.is_dir():
         raise RunDirError(f"{path} is neither a file nor a directory: cannot fingerprint it")

@@ -29,6 +29,7 @@ from arctic_swe.metrics._record import MetricsError, MetricsLog, UpdateMetrics
 from arctic_swe.metrics._seeds import (
     SeedGroup,
     seed_groups,
+    seed_label,
     seeds_markdown,
     seeds_table,
     split_seed_label,
@@ -74,6 +75,7 @@ __all__ = [
     "run_health",
     "run_labels",
     "seed_groups",
+    "seed_label",
     "seeds_markdown",
     "seeds_table",
     "split_seed_label",

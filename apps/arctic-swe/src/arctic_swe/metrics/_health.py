@@ -18,11 +18,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from arctic_swe.metrics._record import UpdateMetrics
+from swe_formatcheck import GateReason
 
-#: Gate endings of a malformed episode (swe-formatcheck ``GateReason`` values).
-INVALID_ENDINGS = ("invalid_format", "duplicate_call")
+#: Gate endings of a malformed episode (the trainer's invalid trajectories).
+INVALID_ENDINGS = (GateReason.INVALID_FORMAT.value, GateReason.DUPLICATE_CALL.value)
 #: Endings of an episode that used its whole budget without a submit.
-BUDGET_ENDINGS = ("turn_budget", "token_budget")
+BUDGET_ENDINGS = (GateReason.TURN_BUDGET.value, GateReason.TOKEN_BUDGET.value)
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,12 @@ from arctic_swe.metrics._comparison import (
 _SEEDED = re.compile(r"^(?P<variant>.+)/seed-(?P<seed>\d+)$")
 
 
+def seed_label(variant: str, seed: int) -> str:
+    """``("full", 3)`` -> ``"full/seed-3"``: the label (and ``ablate``'s run directory under
+    ``OUT``) of one seed of a variant; :func:`split_seed_label` reads it back."""
+    return f"{variant}/seed-{seed}"
+
+
 def split_seed_label(label: str) -> tuple[str, int] | None:
     """``"full/seed-3"`` -> ``("full", 3)``; ``None`` for a label without a seed."""
     match = _SEEDED.match(label)

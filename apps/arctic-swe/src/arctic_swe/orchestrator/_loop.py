@@ -109,8 +109,10 @@ class RLLoop:
         self.published: Path | None = None  # the newest weights file
         # (version, metrics cursor) of the last update when it has no checkpoint yet
         self._unsaved: tuple[int, int] | None = None
-        # updates in a row without a gradient, up to now (a resumed run continues its log's)
-        self.zero_streak = trailing_zero_gradient(parts.log.read())
+        # updates in a row without a gradient, up to now (a resumed run continues its log's;
+        # only counted when a stall limit is set)
+        stall_limit = parts.config.run.stop_after_zero_gradient
+        self.zero_streak = trailing_zero_gradient(parts.log.read()) if stall_limit else 0
 
     # ------------------------------------------------------------------ the loop
     async def run(self) -> list[UpdateMetrics]:
