@@ -2,6 +2,7 @@
 
 from hybrid_numerics._api import Backend, chunk_gated_delta_rule, fused_recurrent_gated_delta_rule
 from hybrid_numerics._audit import MismatchReport, k3_mismatch, mismatch_audit
+from hybrid_numerics._decode_torch import gated_delta_decode_step_
 from hybrid_numerics._errors import GDNInputError, HybridNumericsError, PatchError
 from hybrid_numerics._gate import gdn_gate
 from hybrid_numerics._precision import (
@@ -34,6 +35,7 @@ __all__ = [
     "apply_precision_policy",
     "chunk_gated_delta_rule",
     "fused_recurrent_gated_delta_rule",
+    "gated_delta_decode_step_",
     "gdn_gate",
     "gdn_layers",
     "is_patched",

@@ -29,7 +29,6 @@ the scan and its backward in :mod:`._chunk_torch_scan`; the decode step (``T = 1
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import torch
@@ -41,6 +40,7 @@ from hybrid_numerics._chunk_torch_ops import (
     _UnitLowerInverse,
 )
 from hybrid_numerics._chunk_torch_scan import _Scan, _scan_states  # noqa: F401 (_Scan: imported from here)
+from hybrid_numerics._constants import constant_cache
 from hybrid_numerics._precision_flags import state_bmm
 from hybrid_numerics._validate import GDNShapes
 from hybrid_numerics._varlen import run_grouped, seq_bounds
@@ -334,7 +334,7 @@ def _state_free_terms(
     return u, w, kd, _exp_flushed(gamma_last, cd), attn, qd
 
 
-@functools.lru_cache(maxsize=64)
+@constant_cache(maxsize=64)
 def _row_scale(scale: float, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """``[[[1]], [[scale]]]``: multiplies the stacked (k, q) rows (read-only, cached)."""
     return torch.tensor([[[1.0]], [[scale]]], dtype=dtype, device=device)

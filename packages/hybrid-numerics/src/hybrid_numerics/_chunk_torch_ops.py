@@ -13,6 +13,8 @@ import math
 
 import torch
 
+from hybrid_numerics._constants import constant_cache
+
 #: Log decay factors below this are flushed to exactly 0 (FP32; ``-600`` for float64).
 FLUSH_LOG = -60.0
 
@@ -68,7 +70,7 @@ def _pairwise_decay(gamma: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return torch.nn.functional.threshold(decay, _exp_floor(dtype), 0.0, inplace=True)
 
 
-@functools.lru_cache(maxsize=16)
+@constant_cache(maxsize=16)
 def _upper_minus_inf(C: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """``[C, C]``: ``-inf`` above the diagonal, 0 on and below it (read-only, cached)."""
     upper = torch.ones(C, C, dtype=torch.bool, device=device).triu(1)
@@ -109,7 +111,7 @@ def _pairwise_decay_grad(t: torch.Tensor) -> torch.Tensor:
     return torch.cat((dg[..., :-1] - dg[..., 1:], dg[..., -1:]), dim=-1)
 
 
-@functools.lru_cache(maxsize=8)
+@constant_cache(maxsize=8)
 def _straddle_matrix(C: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """``M[i * C + j, k] = [j < k <= i]``, ``[C * C, C]``: ``t.flatten() @ M`` sums, for each
     ``k``, the entries of ``t`` whose decay ``D_ij`` contains ``g_k``."""

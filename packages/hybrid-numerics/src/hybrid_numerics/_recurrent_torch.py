@@ -8,11 +8,10 @@ chunk path.
 
 from __future__ import annotations
 
-import functools
-
 import torch
 
 from hybrid_numerics._chunk_torch import compute_dtype
+from hybrid_numerics._constants import constant_cache
 from hybrid_numerics._validate import GDNShapes
 from hybrid_numerics._varlen import run_grouped, seq_bounds
 
@@ -136,7 +135,7 @@ def _step(
     return out, new
 
 
-@functools.lru_cache(maxsize=64)
+@constant_cache(maxsize=64)
 def _row_scale(scale: float, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """``[[1], [scale]]``: multiplies the stacked (k, q) rows (read-only, cached per call site)."""
     return torch.tensor([[1.0], [scale]], dtype=dtype, device=device)

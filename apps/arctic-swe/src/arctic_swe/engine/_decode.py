@@ -32,6 +32,8 @@ from torch.nn import functional
 from transformers.activations import ACT2FN
 from transformers.models.qwen3_5 import modeling_qwen3_5
 
+from arctic_swe.engine._decode_fp32 import Step, decode_fp32
+from arctic_swe.engine._plan import decode_plan
 from arctic_swe.engine._pools import CachePools
 from hybrid_numerics import fused_recurrent_gated_delta_rule
 
@@ -80,9 +82,16 @@ def decode_forward(
 ) -> torch.Tensor:
     """Feed ``tokens[b]`` at position ``starts[b]`` to the sequence in ``slots[b]``; update
     every cache in place; return FP32 logits ``[B, V]`` (same contract as ``batched_forward``
-    with one-token chunks: ``starts[b]`` tokens already cached, slots distinct)."""
+    with one-token chunks: ``starts[b]`` tokens already cached, slots distinct).
+
+    An all-FP32 model takes the prepared path (:mod:`arctic_swe.engine._decode_fp32`); other
+    dtypes the generic one below, which calls the modules where their casts matter."""
     core: Any = model.get_submodule("model")
     device = core.embed_tokens.weight.device
+    plan = decode_plan(model, max(starts) + 1)
+    if plan is not None:
+        pools.ensure_length(max(starts) + 1)
+        return decode_fp32(plan, pools, Step(slots, tokens, starts, device))
     step = _Step(slots, starts, device)
     pools.ensure_length(step.context)
     ids = torch.tensor(list(tokens), dtype=torch.long, device=device)

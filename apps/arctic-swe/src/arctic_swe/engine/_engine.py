@@ -275,13 +275,12 @@ class TorchEngine:
             raise RequestError(f"seed must be a non-negative int, got {seed!r}")
         self._requests += 1
         chosen = derive_seed(self.config.seed, self._requests) if seed is None else seed
-        device = self._core.pools.device
         return Job(
             prompt=prompt,
             max_new_tokens=request.max_new_tokens,
             stop=frozenset(stops),
             seed=chosen,
-            generator=make_generator(chosen, device),
+            generator=make_generator(chosen),
         )
 
     def _check_open(self) -> None:

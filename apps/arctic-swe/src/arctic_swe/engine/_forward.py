@@ -59,6 +59,8 @@ class _Batch:
         self.slots = torch.tensor(list(slots), dtype=torch.long, device=device)
         self.context = int((start + self.lengths).max())  # longest prefix after this forward
         self.decode = self.width == 1
+        #: Every chunk has ``width`` tokens: no padding, so no packing for the delta rule.
+        self.uniform = all(len(c) == self.width for c in chunks)
         rows, cols = self.valid.nonzero(as_tuple=True)
         self.real_rows, self.real_cols = rows, cols  # coordinates of the real tokens
         cu = torch.zeros(self.size + 1, dtype=torch.long, device=device)
@@ -121,6 +123,11 @@ def _gated_delta_net(
     state = pools.recurrent[index]
     if batch.decode:
         o, _ = fused_recurrent_gated_delta_rule(
+            q.contiguous(), k.contiguous(), v.contiguous(), a.contiguous(), beta.contiguous(),
+            state_cache=state, state_indices=batch.slots, **gate,
+        )  # fmt: skip
+    elif batch.uniform:  # no padding: the [B, T] batch as it is, each row its own slot
+        o, _ = chunk_gated_delta_rule(
             q.contiguous(), k.contiguous(), v.contiguous(), a.contiguous(), beta.contiguous(),
             state_cache=state, state_indices=batch.slots, **gate,
         )  # fmt: skip
