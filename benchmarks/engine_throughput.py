@@ -30,7 +30,13 @@ overhead (target: <= 10 % at 32 sequences).
 torch thread count, ``--paired-repeats`` pairs of (engine, HF generate) on the same N uniform
 prompts, the order alternating between pairs, with the load average before and after; reported:
 every pair's ratio HF seconds / engine seconds, their median, min and max (target: median >= 2 at
-each thread count). What each side does: the engine records a log-prob per token and samples
+each thread count). Each side runs in its **own worker process** (started once per thread count,
+model built from the same seed at one thread, then switched to the measured count; one run per
+request from this process, so the two never run at once): at more than one thread every OS
+thread that runs a parallel torch op owns an OpenMP team, and libgomp stops spin-waiting in
+*every* team once the process manages more threads than cores — HF generate's team on the main
+thread would slow the engine's team on its worker thread (and the reverse), measuring the
+co-location rather than either side. What each side does: the engine records a log-prob per token and samples
 by inverse CDF from one float64 uniform per token (``arctic_swe.engine._sampling``); HF runs
 its stock sampling loop (``use_cache`` on by default, its own hybrid cache, SDPA attention, the
 same hybrid-numerics Gated DeltaNet kernels since it is the same model object, softmax +
@@ -94,6 +100,11 @@ def _parse() -> argparse.Namespace:
         "--paired-only", action="store_true", help="run only the paired comparison (no other rows)"
     )
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: a few seconds")
+    parser.add_argument(
+        "--paired-worker",
+        choices=("engine", "hf"),
+        help=argparse.SUPPRESS,  # internal: serve timed runs of one side at --threads
+    )
     args = parser.parse_args()
     if args.smoke:
         args.concurrency, args.prompt_len, args.new_tokens, args.repeats = "1,4", 8, 8, 1
@@ -293,33 +304,81 @@ async def _http_run(url: str, n: int, prompts: list[list[int]], new_tokens: int)
     return elapsed
 
 
-def _paired(model: torch.nn.Module, args: argparse.Namespace) -> list[dict[str, Any]]:
-    """Engine vs HF generate on N uniform sequences, per torch thread count: the two runs
-    alternate (engine first in even pairs, HF first in odd ones), so load from other jobs hits
-    both sides of a pair; the figure is the median of the per-pair ratios HF s / engine s."""
+class _Worker:
+    """One side of the paired runs in its own process: ``run()`` times one generate there."""
+
+    def __init__(self, side: str, threads: int, args: argparse.Namespace) -> None:
+        import subprocess
+
+        command = [sys.executable, __file__, "--paired-worker", side, "--threads", str(threads)]
+        command += ["--prompt-len", str(args.prompt_len), "--new-tokens", str(args.new_tokens)]
+        command += ["--vocab", str(args.vocab), "--paired-concurrency"]
+        command += [str(args.paired_concurrency)]
+        self.process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        self._reply()  # ready: model built, warmed up
+
+    def _reply(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            raise SystemExit(f"paired worker exited (code {self.process.wait()})")
+        reply: dict[str, Any] = json.loads(line)
+        return reply
+
+    def run(self) -> float:
+        assert self.process.stdin is not None
+        self.process.stdin.write("run\n")
+        self.process.stdin.flush()
+        return float(self._reply()["seconds"])
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+
+
+def _worker_main(args: argparse.Namespace) -> None:
+    """The worker process: build the model at one thread (no OpenMP team on this thread yet),
+    switch to ``--threads``, warm up, then answer each ``run`` line with the run's seconds."""
+    from arctic_swe.model import build_policy, policy_config
+
+    torch.set_num_threads(1)
+    model = build_policy(policy_config(args.vocab), 0)
     prompts = _prompts(args.paired_concurrency, args.prompt_len, args.vocab)
+    torch.set_num_threads(args.threads)
+    side = _engine_run if args.paired_worker == "engine" else _baseline_run
+    side(model, prompts[:2], 4)
+    print(json.dumps({"ready": True}), flush=True)
+    for _ in sys.stdin:
+        print(json.dumps({"seconds": side(model, prompts, args.new_tokens)}), flush=True)
+
+
+def _paired(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Engine vs HF generate on N uniform sequences, per torch thread count, each side in its
+    own worker process: the two runs alternate (engine first in even pairs, HF first in odd
+    ones), so load from other jobs hits both sides of a pair; the figure is the median of the
+    per-pair ratios HF s / engine s."""
     tokens = args.paired_concurrency * args.new_tokens
     rows = []
     for threads in [int(t) for t in args.paired_threads.split(",") if t]:
-        torch.set_num_threads(threads)
-        _engine_run(model, prompts[:2], 4)  # warm-up at this thread count
-        _baseline_run(model, prompts[:2], 4)
+        workers = {side: _Worker(side, threads, args) for side in ("engine", "hf")}
         load_before = [round(x, 2) for x in os.getloadavg()]
-        engine_s: list[float] = []
-        hf_s: list[float] = []
+        times: dict[str, list[float]] = {"engine": [], "hf": []}
         for repeat in range(args.paired_repeats):
-            pair = [
-                lambda out=engine_s: out.append(_engine_run(model, prompts, args.new_tokens)),
-                lambda out=hf_s: out.append(_baseline_run(model, prompts, args.new_tokens)),
-            ]
-            for run in pair if repeat % 2 == 0 else pair[::-1]:
-                run()
-            print(f"paired threads {threads} pair {repeat}: engine {engine_s[-1]:.3f} s, "
-                  f"hf {hf_s[-1]:.3f} s", file=sys.stderr)  # fmt: skip
+            for side in ("engine", "hf") if repeat % 2 == 0 else ("hf", "engine"):
+                times[side].append(workers[side].run())
+            print(f"paired threads {threads} pair {repeat}: engine {times['engine'][-1]:.3f} s, "
+                  f"hf {times['hf'][-1]:.3f} s", file=sys.stderr)  # fmt: skip
+        for worker in workers.values():
+            worker.close()
+        engine_s, hf_s = times["engine"], times["hf"]
         ratios = sorted(h / e for e, h in zip(engine_s, hf_s, strict=True))
         rows.append(
             {
                 "threads": threads,
+                "isolation": "one worker process per side",
                 "concurrency": args.paired_concurrency,
                 "tokens": tokens,
                 "pairs": args.paired_repeats,
@@ -370,6 +429,10 @@ def _engine_vs_baseline(
 
 def main() -> None:
     args = _parse()
+    if args.paired_worker:
+        _worker_main(args)
+        return
+    paired = [] if args.http_only else _paired(args)  # in worker processes: first, on idle cores
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     from arctic_swe.model import build_policy, numerics_installed, policy_config
@@ -385,9 +448,6 @@ def main() -> None:
     _engine_run(model, warm, 4)
     results: list[dict[str, Any]] = []
     refresh = None
-    default_threads = torch.get_num_threads()
-    paired = [] if args.http_only else _paired(model, args)
-    torch.set_num_threads(default_threads)
     if args.paired_only:
         args.http_concurrency = 0
     if not (args.http_only or args.paired_only):

@@ -24,7 +24,6 @@ from functools import cached_property
 
 import torch
 from torch.nn import functional
-from transformers.activations import ACT2FN
 
 from arctic_swe.engine._plan import AttnLayer, DecodePlan, GdnLayer, Mlp, Norm
 from arctic_swe.engine._pools import CachePools
@@ -131,8 +130,7 @@ def _conv_step(layer: GdnLayer, x: torch.Tensor, step: Step, history: torch.Tens
     inputs (``history [S, K-1, C]``, which then keeps the newest ``K - 1``)."""
     window = torch.cat([step.read(history), x[:, None, :]], dim=1)  # [B, K, C]
     step.write(history, window[:, 1:])
-    out: torch.Tensor = ACT2FN[layer.activation]((window * layer.taps).sum(1))
-    return out
+    return layer.activation((window * layer.taps).sum(1))
 
 
 _RopeRows = tuple[torch.Tensor, torch.Tensor, torch.Tensor]

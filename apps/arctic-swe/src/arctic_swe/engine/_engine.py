@@ -1,15 +1,24 @@
 """``TorchEngine``: load-router's ``Engine`` over an in-process torch model.
 
-All compute runs on a worker thread (``asyncio.to_thread``), one scheduling step per hop, so the
-event loop is never blocked for longer than it takes to enqueue a request; a single driver task
-owns the core, so the core is never entered concurrently. Generate calls that arrive while a
-step runs join the next step's batch (continuous batching).
+All compute runs on the engine's own worker thread, one scheduling step per hop, so the event
+loop is never blocked for longer than it takes to enqueue a request; a single driver task owns
+the core, so the core is never entered concurrently. Generate calls that arrive while a step
+runs join the next step's batch (continuous batching).
+
+One thread for the engine's whole life, which also builds the core (caches) and casts the
+weights: with several intra-op threads, every OS thread that runs a parallel torch op owns an
+OpenMP team, and libgomp makes each team wait on a futex instead of spinning once it manages
+more threads than cores — on 2 cores an engine whose steps wandered over a pool's threads (or
+whose caches were zeroed on the caller's thread) ran slower at 2 threads than at 1 (measured,
+see the README). The process's other threads should stay single-threaded in torch for the same
+reason (the app's loop runs at one thread).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,12 +60,8 @@ class TorchEngine:
         if isinstance(version, bool) or not isinstance(version, int) or version < 0:
             raise RefreshError(f"version must be a non-negative int, got {version!r}")
         self.config = config or EngineConfig()
-        if self.config.compute_dtype is not None:  # before the caches take the model's dtype
-            try:
-                set_compute_dtype(model, self.config.compute_dtype)
-            except PolicyError as exc:
-                raise EngineError(str(exc)) from exc
-        self._core = EngineCore(model, self.config, version)
+        self._worker = ThreadPoolExecutor(1, thread_name_prefix=f"engine-{self.config.engine_id}")
+        self._core = self._worker.submit(self._build_core, model, version).result()
         self._inbox: list[Job] = []
         self._commands: list[_Command] = []
         self._futures: dict[Job, asyncio.Future[Generation]] = {}
@@ -247,8 +252,18 @@ class TorchEngine:
         if self._driver is not None:
             await asyncio.gather(self._driver, return_exceptions=True)
         self._fail_all(EngineClosedError(f"engine {self.engine_id} closed"))
+        self._worker.shutdown(wait=False)  # the driver is done: no step is running
 
     # ------------------------------------------------------------------ internals
+    def _build_core(self, model: nn.Module, version: int) -> EngineCore:
+        """On the worker thread: cast the weights (if asked), then allocate the caches."""
+        if self.config.compute_dtype is not None:  # before the caches take the model's dtype
+            try:
+                set_compute_dtype(model, self.config.compute_dtype)
+            except PolicyError as exc:
+                raise EngineError(str(exc)) from exc
+        return EngineCore(model, self.config, version)
+
     def _make_job(
         self, request: GenerateRequest, stop_token_ids: Iterable[int] | None, seed: int | None
     ) -> Job:
@@ -321,7 +336,9 @@ class TorchEngine:
             if stepping:
                 jobs, self._inbox = self._inbox, []
             try:
-                outcomes, finished = await asyncio.to_thread(self._step, commands, jobs, stepping)
+                outcomes, finished = await asyncio.get_running_loop().run_in_executor(
+                    self._worker, self._step, commands, jobs, stepping
+                )
             except Exception as exc:  # a broken step: fail everything, refuse further work
                 self._failure = exc
                 error = EngineFailedError(f"engine {self.engine_id} step failed: {exc!r}")

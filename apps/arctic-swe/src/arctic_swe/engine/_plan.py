@@ -24,11 +24,14 @@ mixed-precision casts).
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 from torch import nn
+from torch.nn import functional
+from transformers.activations import ACT2FN
 
 #: Per model: the attributes its plan reads, their (identity, version) key, and the plan (``None``
 #: for a model that is not all FP32). Weak keys: a dropped model frees its plan.
@@ -66,7 +69,7 @@ class GdnLayer:
     key_dim: int  # H_k K
     heads: tuple[int, int, int, int]  # H_k, HV, K, V
     taps: torch.Tensor  # [conv kernel, C]
-    activation: str
+    activation: Callable[[torch.Tensor], torch.Tensor]  # after the convolution
     A_log: torch.Tensor
     dt_bias: torch.Tensor
     out_norm: Norm  # the gated norm over V (its weight folded into out_t)
@@ -230,7 +233,7 @@ def _gdn(index: int, mod: Any, norm: Any, mlp: Mlp) -> GdnLayer:
         key_dim=mod.key_dim,
         heads=heads,
         taps=mod.conv1d.weight.detach()[:, 0, :].t().contiguous(),
-        activation=mod.activation,
+        activation=_activation(mod.activation),
         A_log=mod.A_log.detach(),
         dt_bias=mod.dt_bias.detach(),
         out_norm=_norm(mod.norm.variance_epsilon, mod.head_v_dim),
@@ -260,6 +263,15 @@ def _attention(index: int, mod: Any, norm: Any, mlp: Mlp) -> AttnLayer:
         o_t=mod.o_proj.weight.detach().t(),
         mlp=mlp,
     )
+
+
+def _activation(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The conv activation as a function (transformers' ``ACT2FN[name]`` builds a new module
+    on every lookup: resolved once here, not per step)."""
+    if name in ("silu", "swish"):
+        return functional.silu
+    module: Callable[[torch.Tensor], torch.Tensor] = ACT2FN[name]
+    return module
 
 
 def _rope(model: nn.Module, context: int) -> Rope:
