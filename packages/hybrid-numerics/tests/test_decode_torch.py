@@ -1,14 +1,23 @@
 """The torch decode fast path (``T = 1``, no autograd) against the float64 oracle: values, states,
 in-place cache semantics (consecutive slots updated through a view, scattered and negative
-slots), grouped value heads, and that it is the path a decode call takes."""
+slots), grouped value heads, and that it is the path a decode call takes; the validation-free
+``gated_delta_decode_step_`` against the cached call (bit for bit) and the oracle."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import hybrid_numerics._api as api
-from hybrid_numerics import fused_recurrent_gated_delta_rule, reference_gated_delta_rule
+from hybrid_numerics import (
+    GDNInputError,
+    fused_recurrent_gated_delta_rule,
+    gated_delta_decode_step_,
+    gdn_gate,
+    reference_gated_delta_rule,
+)
 
 from .conftest import GDNInputs, make_gdn_inputs, rms_rel
 
@@ -143,3 +152,80 @@ def test_gradient_calls_still_take_the_differentiable_path() -> None:
     got = torch.autograd.grad(o.sum() + s.sum(), x32.tensors())
     for a, e in zip(got, want, strict=True):
         assert rms_rel(a, e) <= TOL
+
+
+@st.composite
+def _step_case(draw: st.DrawFn) -> tuple[int, int, int, int, int, bool, bool, int]:
+    H = draw(st.integers(1, 3))
+    return (
+        draw(st.integers(1, 5)),  # B
+        H,
+        H * draw(st.integers(1, 3)),  # HV
+        draw(st.sampled_from([4, 8, 16])),  # K
+        draw(st.sampled_from([4, 8])),  # V
+        draw(st.booleans()),  # l2
+        draw(st.booleans()),  # fused gate (A_log, dt_bias)
+        draw(st.integers(0, 10_000)),  # seed
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(_step_case())
+def test_decode_step_is_the_cached_call_bit_for_bit_and_matches_the_oracle(
+    case: tuple[int, int, int, int, int, bool, bool, int],
+) -> None:
+    B, H, HV, K, V, l2, fused_gate, seed = case
+    x = make_gdn_inputs(B, 1, H, HV, K, V, seed=seed).cast(torch.float32)
+    gen = torch.Generator().manual_seed(seed)
+    gate: dict[str, torch.Tensor] = {}
+    g = x.g
+    if fused_gate:  # g is the raw gate input; the decay is computed inside, in FP32
+        gate = {"A_log": torch.randn(HV, generator=gen), "dt_bias": torch.randn(HV, generator=gen)}
+        g = torch.randn(B, 1, HV, generator=gen)
+    pool = torch.randn(B + 2, HV, K, V, generator=gen)
+    via_api = pool.clone()
+    o_api, _ = fused_recurrent_gated_delta_rule(
+        x.q, x.k, x.v, g, x.beta, state_cache=via_api, state_indices=torch.arange(1, B + 1),
+        use_qk_l2norm=l2, **gate,
+    )  # fmt: skip
+    direct = pool.clone()
+    o = gated_delta_decode_step_(
+        x.q[:, 0], x.k[:, 0], x.v[:, 0], g[:, 0], x.beta[:, 0], direct[1 : B + 1],
+        use_qk_l2norm=l2, **gate,
+    )  # fmt: skip
+    assert torch.equal(o, o_api[:, 0])
+    assert torch.equal(direct, via_api)  # same states, and only the sequences' rows written
+    assert torch.equal(direct[0], pool[0])
+    assert torch.equal(direct[B + 1], pool[B + 1])
+    decay = g if not fused_gate else gdn_gate(g, gate["A_log"], gate["dt_bias"])
+    ro, rs = reference_gated_delta_rule(
+        x.q.double(), x.k.double(), x.v.double(), decay.double(), x.beta.double(),
+        initial_state=pool[1 : B + 1].double(), output_final_state=True, use_qk_l2norm=l2,
+    )  # fmt: skip
+    assert rs is not None
+    assert rms_rel(o, ro[:, 0]) <= TOL
+    assert rms_rel(direct[1 : B + 1], rs) <= TOL
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"q": torch.zeros(2, 2, 8, 1)},  # rank
+        {"k": torch.zeros(2, 1, 8)},  # k differs from q
+        {"v": torch.zeros(2, 3, 8)},  # HV not a multiple of H
+        {"g": torch.zeros(2, 3)},  # g / beta shape
+        {"state": torch.zeros(2, 4, 8, 8, dtype=torch.float64)},  # not FP32
+        {"state": torch.zeros(2, 4, 8, 8).transpose(2, 3)},  # not contiguous
+        {"state": torch.zeros(3, 4, 8, 8)},  # rows do not match the batch
+    ],
+)
+def test_decode_step_rejects_inconsistent_shapes(change: dict[str, torch.Tensor]) -> None:
+    args = {
+        "q": torch.zeros(2, 2, 8), "k": torch.zeros(2, 2, 8), "v": torch.zeros(2, 4, 8),
+        "g": torch.zeros(2, 4), "beta": torch.zeros(2, 4), "state": torch.zeros(2, 4, 8, 8),
+    }  # fmt: skip
+    args.update(change)
+    before = args["state"].clone()
+    with pytest.raises(GDNInputError):
+        gated_delta_decode_step_(**args)
+    assert torch.equal(args["state"], before)  # nothing written

@@ -1,21 +1,25 @@
-"""The decode fast path against the float64 full forward, on each of its branches.
+"""The decode step against the float64 full forward, on each of its branches and both paths.
 
 ``decode_forward`` takes shortcuts only a one-token step allows (fused projections, cache views
-for consecutive slots, no mask at equal positions, a multiply-add convolution); every branch must
-still give the model's own next-token distribution, and a weight written in place must never be
-served from a stale fused copy.
+for consecutive slots, no mask at equal positions, a multiply-add convolution) — through the
+prepared FP32 plan for an FP32 model, through the generic module-calling step otherwise; every
+branch of both must still give the model's own next-token distribution, and a weight written
+in place or cast must never be served from a stale fused copy.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import torch
 
+import arctic_swe.engine._decode as decode_module
 from arctic_swe.engine import CachePools, batched_forward
 from arctic_swe.engine._decode import decode_forward
-from arctic_swe.model import assign_weights
+from arctic_swe.model import assign_weights, set_compute_dtype
 
 from .conftest import VOCAB, perturbed, tiny_model
 
@@ -34,6 +38,25 @@ def _sequences(lengths: list[int], seed: int) -> list[list[int]]:
     return [torch.randint(0, VOCAB, (n,), generator=generator).tolist() for n in lengths]
 
 
+@pytest.fixture(params=["plan", "generic"])
+def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Run the test through the FP32 plan (checked to be taken) or the generic step."""
+    calls = []
+    if request.param == "generic":
+        monkeypatch.setattr(decode_module, "decode_plan", lambda model, context: None)
+    else:
+        real = decode_module.decode_fp32
+
+        def counted(*args: Any) -> torch.Tensor:
+            calls.append(1)
+            return real(*args)
+
+        monkeypatch.setattr(decode_module, "decode_fp32", counted)
+    yield request.param
+    assert bool(calls) == (request.param == "plan")
+
+
+@pytest.mark.usefixtures("path")
 @pytest.mark.parametrize(
     ("slots", "lengths"),
     [
@@ -70,6 +93,7 @@ def test_decode_steps_match_the_float64_full_forward(slots: list[int], lengths: 
     assert worst < 2e-5, worst
 
 
+@pytest.mark.usefixtures("path")
 def test_a_weight_written_in_place_is_used_at_the_next_step() -> None:
     """The fused projection weights and norm gains are derived copies: an in-place write (a
     refresh, an optimizer step) must reach the very next decode step."""
@@ -91,3 +115,21 @@ def test_a_weight_written_in_place_is_used_at_the_next_step() -> None:
     assert torch.allclose(logits, expected, atol=1e-5)
     stale = decode_forward(tiny_model(seed=4), old_cache(), [0], [sequence[5]], [5])
     assert not torch.allclose(logits, stale, atol=1e-3)  # the test can see a stale copy
+
+
+def test_a_model_cast_after_a_decode_step_is_decoded_in_its_new_dtype() -> None:
+    """A dtype cast swaps each parameter's storage but keeps its identity and version counter:
+    the FP32 plan (and the generic path's fused copies) must notice it."""
+    sequence = _sequences([7], seed=3)[0]
+    model = tiny_model(seed=8)
+    pools = CachePools(model.config, 1, torch.device("cpu"), torch.float32)
+    batched_forward(model, pools, [0], [sequence[:5]], [0])
+    decode_forward(model, pools, [0], [sequence[5]], [5])  # FP32 plan built
+    set_compute_dtype(model, torch.bfloat16)
+    bf16_pools = CachePools(model.config, 1, torch.device("cpu"), torch.bfloat16)
+    batched_forward(model, bf16_pools, [0], [sequence[:5]], [0])
+    logits = decode_forward(model, bf16_pools, [0], [sequence[5]], [5])  # must not raise
+    with torch.no_grad():
+        expected = torch.log_softmax(model(torch.tensor([sequence[:6]])).logits[0, -1].double(), -1)
+    got = torch.log_softmax(logits[0].double(), -1)
+    assert float((got - expected).abs().max()) < 0.1  # bf16 compute: agree to bf16 rounding

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -21,7 +22,7 @@ from arctic_swe.engine import (
 )
 from load_router import Engine, GenerateRequest, Router
 
-from .conftest import VOCAB, full_logprobs
+from .conftest import VOCAB, full_logprobs, tiny_model
 
 T = TypeVar("T")
 
@@ -406,3 +407,62 @@ def test_engine_can_be_driven_from_successive_event_loops(model: Qwen3_5ForCausa
         assert driver is not None
         assert driver.done()
         assert driver.cancelled() or driver.exception() is None
+
+
+def test_all_engine_compute_runs_on_its_own_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Core construction, every step and every refresh run on one worker thread that the engine
+    owns (one OpenMP team per engine), never on the caller's; close stops it."""
+    from arctic_swe.engine import _core
+
+    seen: list[tuple[str, int]] = []
+    for name in ("__init__", "iterate", "refresh"):
+        real = getattr(_core.EngineCore, name)
+
+        def recorded(*args: object, _real: Callable[..., object] = real, _name: str = name) -> object:
+            seen.append((_name, threading.get_ident()))
+            return _real(*args)
+
+        monkeypatch.setattr(_core.EngineCore, name, recorded)
+    model = tiny_model(seed=3)
+    weights = {k: v.clone() for k, v in model.state_dict().items()}
+
+    async def scenario() -> None:
+        engine = TorchEngine(model, EngineConfig(capacity=2))
+        await engine.generate_detailed(request([1, 2, 3], 4))
+        await engine.refresh_weights(weights, 1)
+        await engine.generate_detailed(request([4, 5], 2))
+        await engine.close()
+        assert not any(t.name.startswith("engine-torch-0") for t in threading.enumerate())
+
+    run(scenario)
+    assert {name for name, _ in seen} == {"__init__", "iterate", "refresh"}
+    threads = {ident for _, ident in seen}
+    assert len(threads) == 1
+    assert threading.get_ident() not in threads
+
+
+def test_a_trainer_backpropagates_through_the_engines_model_after_generation() -> None:
+    """The engine steps under inference mode; the model, its plan and hybrid-numerics' cached
+    constants must stay usable by autograd in the same process (the embedded loop's trainer),
+    and an optimizer step must reach the engine's next turn."""
+    model = tiny_model(seed=4)
+    engine = TorchEngine(model, EngineConfig(capacity=2))
+    first = run(lambda: engine.generate_detailed(request([1, 2, 3, 4], 6), seed=5))
+    tokens = [1, 2, 3, 4, *first.token_ids]
+    logprobs = full_logprobs(model, tokens, 4)
+    assert torch.allclose(logprobs, torch.tensor(first.logprobs, dtype=torch.float64), atol=1e-4)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    loss = -torch.log_softmax(model(torch.tensor([tokens])).logits[0, :-1], -1).mean()
+    loss.backward()
+    assert all(p.grad is None or torch.isfinite(p.grad).all() for p in model.parameters())
+    optimizer.step()  # in place: the engine's next step must see it
+
+    async def second_turn() -> Generation:
+        turn = await engine.generate_detailed(request([1, 2, 3, 4], 6), seed=5)
+        await engine.close()
+        return turn
+
+    again = run(second_turn)
+    after = full_logprobs(model, [1, 2, 3, 4, *again.token_ids], 4)
+    assert torch.allclose(after, torch.tensor(again.logprobs, dtype=torch.float64), atol=1e-4)
+    assert not torch.allclose(after, logprobs[: len(after)])  # the step changed the policy

@@ -1,14 +1,20 @@
 """The decode step: one new token for each of ``B`` cached sequences, with as few torch calls
 as the model allows.
 
-It computes what :func:`arctic_swe.engine._forward.batched_forward` computes for chunks of one
+An all-FP32 model (the recipe) is decoded from its prepared plan
+(:mod:`arctic_swe.engine._plan`, :mod:`arctic_swe.engine._decode_fp32`); this module's generic
+step serves every other dtype (the bf16-compute ablation), calling the model's norm modules
+where their casts are part of the numerics.
+
+The generic step computes what :func:`arctic_swe.engine._forward.batched_forward` computes for chunks of one
 token (same modules, same weights, the delta rule through hybrid-numerics with the FP32 state),
 but a decode step of the small policy is bound by the number of operator calls, not by FLOPs, so
 it takes the shortcuts that only a one-token step allows:
 
 * the projections that read the same input run as one matmul over their concatenated weights
   (Gated DeltaNet: qkv, z, b, a; attention: q+gate, k, v; MLP: gate, up), re-concatenated
-  whenever a weight is written (each parameter's version counter is checked every step);
+  whenever a weight is written or re-stored (each parameter's version counter and storage are
+  checked every step);
 * the RMS norms of FP32 activations are one fused ``rms_norm`` call each;
 * the short causal convolution of one token is a multiply-add over the slot's last ``K - 1``
   inputs, not a ``conv1d`` call;
@@ -42,7 +48,7 @@ _apply_rope: Any = modeling_qwen3_5.apply_rotary_pos_emb
 
 #: Tensors derived from weights (concatenated projections, norm gains) per owning module: (the
 #: weights' identities and versions, the derived tensor). Weak keys: a dropped model frees them.
-_DERIVED: weakref.WeakKeyDictionary[nn.Module, tuple[tuple[tuple[int, int], ...], torch.Tensor]]
+_DERIVED: weakref.WeakKeyDictionary[nn.Module, tuple[tuple[tuple[int, int, int], ...], torch.Tensor]]
 _DERIVED = weakref.WeakKeyDictionary()
 
 
@@ -85,13 +91,27 @@ def decode_forward(
     with one-token chunks: ``starts[b]`` tokens already cached, slots distinct).
 
     An all-FP32 model takes the prepared path (:mod:`arctic_swe.engine._decode_fp32`); other
-    dtypes the generic one below, which calls the modules where their casts matter."""
+    dtypes :func:`decode_generic`, which calls the modules where their casts matter."""
+    plan = decode_plan(model, max(starts) + 1)
+    if plan is None:
+        return decode_generic(model, pools, slots, tokens, starts)
+    pools.ensure_length(max(starts) + 1)
+    device = plan.embed.device
+    return decode_fp32(plan, pools, Step(slots, tokens, starts, device))
+
+
+@torch.no_grad()
+def decode_generic(
+    model: nn.Module,
+    pools: CachePools,
+    slots: Sequence[int],
+    tokens: Sequence[int],
+    starts: Sequence[int],
+) -> torch.Tensor:
+    """:func:`decode_forward` for any dtype: the model's own norm modules (and their casts)
+    wherever the tensors are not all FP32, the projections fused where dtypes agree."""
     core: Any = model.get_submodule("model")
     device = core.embed_tokens.weight.device
-    plan = decode_plan(model, max(starts) + 1)
-    if plan is not None:
-        pools.ensure_length(max(starts) + 1)
-        return decode_fp32(plan, pools, Step(slots, tokens, starts, device))
     step = _Step(slots, starts, device)
     pools.ensure_length(step.context)
     ids = torch.tensor(list(tokens), dtype=torch.long, device=device)
@@ -111,8 +131,9 @@ def decode_forward(
 
 def _derived(owner: nn.Module, weights: Sequence[torch.Tensor], build: Any) -> torch.Tensor:
     """``build(weights)``, cached on ``owner`` until one of ``weights`` is written (a refresh
-    or an optimizer step bumps its version counter) or replaced."""
-    key = tuple((id(w), w._version) for w in weights)
+    or an optimizer step bumps its version counter), replaced, or given new storage (a dtype
+    cast swaps ``.data`` and keeps both identity and version)."""
+    key = tuple((id(w), w._version, w.data_ptr()) for w in weights)
     cached = _DERIVED.get(owner)
     if cached is None or cached[0] != key:
         cached = (key, build([w.detach() for w in weights]))

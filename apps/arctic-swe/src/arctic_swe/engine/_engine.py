@@ -252,7 +252,7 @@ class TorchEngine:
         if self._driver is not None:
             await asyncio.gather(self._driver, return_exceptions=True)
         self._fail_all(EngineClosedError(f"engine {self.engine_id} closed"))
-        self._worker.shutdown(wait=False)  # the driver is done: no step is running
+        self._worker.shutdown()  # the driver is done: the idle thread exits at once
 
     # ------------------------------------------------------------------ internals
     def _build_core(self, model: nn.Module, version: int) -> EngineCore:

@@ -130,13 +130,14 @@ _Ref = tuple[dict[str, Any], str]
 @dataclass(frozen=True)
 class _Cached:
     refs: tuple[_Ref, ...]
-    key: tuple[tuple[int, int], ...]
+    key: tuple[tuple[int, int, int], ...]
     plan: DecodePlan | None
 
 
 def decode_plan(model: nn.Module, context: int) -> DecodePlan | None:
     """The model's current plan, with RoPE rows for positions ``< context``; ``None`` if the
-    model is not all FP32. Rebuilt when a weight tensor was written or replaced since.
+    model is not all FP32. Rebuilt when a weight tensor was written, replaced or given new
+    storage since.
 
     The check costs one attribute read per parameter (no module walk): a decode step runs it."""
     cached = _PLANS.get(model)
@@ -157,9 +158,11 @@ def decode_plan(model: nn.Module, context: int) -> DecodePlan | None:
     return plan
 
 
-def _key(refs: tuple[_Ref, ...]) -> tuple[tuple[int, int], ...]:
+def _key(refs: tuple[_Ref, ...]) -> tuple[tuple[int, int, int], ...]:
+    """Per source tensor: its identity, its version (in-place writes) and its storage (a
+    ``.data`` swap, as ``module.to(dtype)`` does, keeps the first and may keep the second)."""
     tensors = [params[name] for params, name in refs]
-    return tuple([(id(t), t._version) for t in tensors])
+    return tuple([(id(t), t._version, t.data_ptr()) for t in tensors])
 
 
 def _refs(model: nn.Module) -> tuple[_Ref, ...]:
