@@ -418,7 +418,9 @@ def test_all_engine_compute_runs_on_its_own_thread(monkeypatch: pytest.MonkeyPat
     for name in ("__init__", "iterate", "refresh"):
         real = getattr(_core.EngineCore, name)
 
-        def recorded(*args: object, _real: Callable[..., object] = real, _name: str = name) -> object:
+        def recorded(
+            *args: object, _real: Callable[..., object] = real, _name: str = name
+        ) -> object:
             seen.append((_name, threading.get_ident()))
             return _real(*args)
 

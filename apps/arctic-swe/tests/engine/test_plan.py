@@ -50,7 +50,7 @@ def test_folded_attention_rows_are_query_key_gate_value() -> None:
     layer = next(layer for layer in plan.layers if isinstance(layer, AttnLayer))
     decoder: Any = model.model.layers[layer.index]
     attn = decoder.self_attn
-    heads_q, heads_kv, dim = layer.heads
+    heads_q, _, dim = layer.heads
     x = torch.randn(4, model.config.hidden_size)
     normed = decoder.input_layernorm(x)
     query_gate = attn.q_proj(normed).view(4, heads_q, 2 * dim)

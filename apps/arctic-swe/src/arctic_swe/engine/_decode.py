@@ -48,7 +48,9 @@ _apply_rope: Any = modeling_qwen3_5.apply_rotary_pos_emb
 
 #: Tensors derived from weights (concatenated projections, norm gains) per owning module: (the
 #: weights' identities and versions, the derived tensor). Weak keys: a dropped model frees them.
-_DERIVED: weakref.WeakKeyDictionary[nn.Module, tuple[tuple[tuple[int, int, int], ...], torch.Tensor]]
+_DERIVED: weakref.WeakKeyDictionary[
+    nn.Module, tuple[tuple[tuple[int, int, int], ...], torch.Tensor]
+]
 _DERIVED = weakref.WeakKeyDictionary()
 
 
