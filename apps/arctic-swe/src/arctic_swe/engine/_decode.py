@@ -38,9 +38,10 @@ from torch.nn import functional
 from transformers.activations import ACT2FN
 from transformers.models.qwen3_5 import modeling_qwen3_5
 
-from arctic_swe.engine._decode_fp32 import Step, decode_fp32
+from arctic_swe.engine._decode_fp32 import decode_fp32
 from arctic_swe.engine._plan import decode_plan
 from arctic_swe.engine._pools import CachePools
+from arctic_swe.engine._step import Step
 from hybrid_numerics import fused_recurrent_gated_delta_rule
 
 #: The model's own partial-RoPE application (untyped upstream).
@@ -52,32 +53,6 @@ _DERIVED: weakref.WeakKeyDictionary[
     nn.Module, tuple[tuple[tuple[int, int, int], ...], torch.Tensor]
 ]
 _DERIVED = weakref.WeakKeyDictionary()
-
-
-class _Step:
-    """Index tensors of one decode step: ``B`` sequences, one token each."""
-
-    def __init__(self, slots: Sequence[int], starts: Sequence[int], device: torch.device) -> None:
-        self.size = len(slots)
-        self.slots = torch.tensor(list(slots), dtype=torch.long, device=device)
-        self.positions = torch.tensor(list(starts), dtype=torch.long, device=device)  # [B]
-        self.context = max(starts) + 1  # longest prefix after this step
-        self.same_position = min(starts) == max(starts)
-        first = slots[0]
-        consecutive = list(slots) == list(range(first, first + self.size))
-        #: ``slice`` of the slots when they are consecutive: caches are read and written as views.
-        self.rows = slice(first, first + self.size) if consecutive else None
-
-    def read(self, pool: torch.Tensor) -> torch.Tensor:
-        """This step's rows of a per-slot cache (a view when the slots are consecutive)."""
-        return pool[self.rows] if self.rows is not None else pool.index_select(0, self.slots)
-
-    def write(self, pool: torch.Tensor, rows: torch.Tensor) -> None:
-        """Store ``rows`` (one per sequence, in step order) into their slots, in place."""
-        if self.rows is not None:
-            pool[self.rows].copy_(rows)
-        else:
-            pool.index_copy_(0, self.slots, rows)
 
 
 @torch.no_grad()
@@ -114,10 +89,9 @@ def decode_generic(
     wherever the tensors are not all FP32, the projections fused where dtypes agree."""
     core: Any = model.get_submodule("model")
     device = core.embed_tokens.weight.device
-    step = _Step(slots, starts, device)
+    step = Step(slots, tokens, starts, device)
     pools.ensure_length(step.context)
-    ids = torch.tensor(list(tokens), dtype=torch.long, device=device)
-    hidden = core.embed_tokens(ids[:, None])  # [B, 1, H]
+    hidden = core.embed_tokens(step.ids[:, None])  # [B, 1, H]
     rope = core.rotary_emb(hidden, step.positions[:, None])
     for index, layer in enumerate(core.layers):
         mixed = _rms_norm(layer.input_layernorm, hidden)
@@ -180,7 +154,7 @@ def _mlp(mod: Any, x: torch.Tensor) -> torch.Tensor:
 
 
 def _gated_delta_net(
-    mod: Any, x: torch.Tensor, step: _Step, pools: CachePools, index: int
+    mod: Any, x: torch.Tensor, step: Step, pools: CachePools, index: int
 ) -> torch.Tensor:
     n_seq = x.shape[0]
     parts = [mod.in_proj_qkv, mod.in_proj_z, mod.in_proj_b, mod.in_proj_a]
@@ -204,7 +178,7 @@ def _gated_delta_net(
     return out
 
 
-def _conv_step(mod: Any, x: torch.Tensor, step: _Step, history: torch.Tensor) -> torch.Tensor:
+def _conv_step(mod: Any, x: torch.Tensor, step: Step, history: torch.Tensor) -> torch.Tensor:
     """One token of the depthwise causal conv: ``x [B, C]`` after each slot's last ``K - 1``
     inputs (``history [S, K-1, C]``, which then keeps the newest ``K - 1``).
 
@@ -230,7 +204,7 @@ def _attention(
     mod: Any,
     x: torch.Tensor,
     rope: tuple[torch.Tensor, torch.Tensor],
-    step: _Step,
+    step: Step,
     pools: CachePools,
     index: int,
 ) -> torch.Tensor:
