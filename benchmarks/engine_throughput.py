@@ -94,7 +94,7 @@ def _parse() -> argparse.Namespace:
     )
     parser.add_argument("--paired-concurrency", type=int, default=32, help="N of the paired runs")
     parser.add_argument(
-        "--paired-repeats", type=int, default=5, help="alternating engine/HF pairs per thread count"
+        "--paired-repeats", type=int, default=7, help="alternating engine/HF pairs per thread count"
     )
     parser.add_argument(
         "--paired-only", action="store_true", help="run only the paired comparison (no other rows)"
