@@ -5,6 +5,7 @@ recorded log-probs measurably disagree with the FP32 trainer's, while the FP32 e
 from __future__ import annotations
 
 import asyncio
+import threading
 import copy
 from collections.abc import Sequence
 
@@ -95,6 +96,8 @@ def test_bad_compute_dtypes_are_refused(model: Qwen3_5ForCausalLM) -> None:
     half = copy.deepcopy(model)
     set_compute_dtype(half, torch.bfloat16)
     with pytest.raises(EngineError, match="start from FP32"):
-        TorchEngine(half, EngineConfig(compute_dtype=torch.float16))
+        TorchEngine(half, EngineConfig(engine_id="refused", compute_dtype=torch.float16))
+    # The cast runs on the engine's own thread; a refused engine leaves no thread behind.
+    assert not any(t.name.startswith("engine-refused") for t in threading.enumerate())
     with pytest.raises(PolicyError, match="compute dtype"):
         set_compute_dtype(half, torch.float64)

@@ -13,8 +13,7 @@ it takes the shortcuts that only a one-token step allows:
 
 * the projections that read the same input run as one matmul over their concatenated weights
   (Gated DeltaNet: qkv, z, b, a; attention: q+gate, k, v; MLP: gate, up), re-concatenated
-  whenever a weight is written or re-stored (each parameter's version counter and storage are
-  checked every step);
+  whenever a weight is written, replaced or re-stored (``weights_key``, checked every step);
 * the RMS norms of FP32 activations are one fused ``rms_norm`` call each;
 * the short causal convolution of one token is a multiply-add over the slot's last ``K - 1``
   inputs, not a ``conv1d`` call;
@@ -39,7 +38,7 @@ from transformers.activations import ACT2FN
 from transformers.models.qwen3_5 import modeling_qwen3_5
 
 from arctic_swe.engine._decode_fp32 import decode_fp32
-from arctic_swe.engine._plan import decode_plan
+from arctic_swe.engine._plan import WeightsKey, decode_plan, weights_key
 from arctic_swe.engine._pools import CachePools
 from arctic_swe.engine._step import Step
 from hybrid_numerics import fused_recurrent_gated_delta_rule
@@ -48,10 +47,8 @@ from hybrid_numerics import fused_recurrent_gated_delta_rule
 _apply_rope: Any = modeling_qwen3_5.apply_rotary_pos_emb
 
 #: Tensors derived from weights (concatenated projections, norm gains) per owning module: (the
-#: weights' identities and versions, the derived tensor). Weak keys: a dropped model frees them.
-_DERIVED: weakref.WeakKeyDictionary[
-    nn.Module, tuple[tuple[tuple[int, int, int], ...], torch.Tensor]
-]
+#: weights' :func:`weights_key`, the derived tensor). Weak keys: a dropped model frees them.
+_DERIVED: weakref.WeakKeyDictionary[nn.Module, tuple[WeightsKey, torch.Tensor]]
 _DERIVED = weakref.WeakKeyDictionary()
 
 
@@ -106,10 +103,9 @@ def decode_generic(
 
 
 def _derived(owner: nn.Module, weights: Sequence[torch.Tensor], build: Any) -> torch.Tensor:
-    """``build(weights)``, cached on ``owner`` until one of ``weights`` is written (a refresh
-    or an optimizer step bumps its version counter), replaced, or given new storage (a dtype
-    cast swaps ``.data`` and keeps both identity and version)."""
-    key = tuple((id(w), w._version, w.data_ptr()) for w in weights)
+    """``build(weights)``, cached on ``owner`` until :func:`weights_key` of ``weights`` changes
+    (written in place, replaced, or re-stored by a dtype cast)."""
+    key = weights_key(weights)
     cached = _DERIVED.get(owner)
     if cached is None or cached[0] != key:
         cached = (key, build([w.detach() for w in weights]))

@@ -61,7 +61,11 @@ class TorchEngine:
             raise RefreshError(f"version must be a non-negative int, got {version!r}")
         self.config = config or EngineConfig()
         self._worker = ThreadPoolExecutor(1, thread_name_prefix=f"engine-{self.config.engine_id}")
-        self._core = self._worker.submit(self._build_core, model, version).result()
+        try:
+            self._core = self._worker.submit(self._build_core, model, version).result()
+        except BaseException:
+            self._worker.shutdown()  # a failed construction leaves no thread behind
+            raise
         self._inbox: list[Job] = []
         self._commands: list[_Command] = []
         self._futures: dict[Job, asyncio.Future[Generation]] = {}

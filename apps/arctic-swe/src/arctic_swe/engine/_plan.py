@@ -16,7 +16,8 @@ once and reused until a weight changes:
   exactly what the full forward computes), the rotate-half sign folded into ``sin``.
 
 A plan is valid for one set of weight tensors at one version: :func:`decode_plan` rebuilds it
-when any source tensor is written in place (a refresh, an optimizer step) or replaced. Only an
+when any source tensor is written in place (a refresh, an optimizer step), replaced, or given
+new storage (a dtype cast). Only an
 all-FP32 model gets a plan (``None`` otherwise: the generic step keeps the modules' own
 mixed-precision casts).
 """
@@ -24,7 +25,7 @@ mixed-precision casts).
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -33,7 +34,7 @@ from torch import nn
 from torch.nn import functional
 from transformers.activations import ACT2FN
 
-#: Per model: the attributes its plan reads, their (identity, version) key, and the plan (``None``
+#: Per model: the parameters its plan reads, their :func:`weights_key`, and the plan (``None``
 #: for a model that is not all FP32). Weak keys: a dropped model frees its plan.
 _PLANS: weakref.WeakKeyDictionary[nn.Module, _Cached] = weakref.WeakKeyDictionary()
 
@@ -130,7 +131,7 @@ _Ref = tuple[dict[str, Any], str]
 @dataclass(frozen=True)
 class _Cached:
     refs: tuple[_Ref, ...]
-    key: tuple[tuple[int, int, int], ...]
+    key: WeightsKey
     plan: DecodePlan | None
 
 
@@ -158,11 +159,20 @@ def decode_plan(model: nn.Module, context: int) -> DecodePlan | None:
     return plan
 
 
-def _key(refs: tuple[_Ref, ...]) -> tuple[tuple[int, int, int], ...]:
-    """Per source tensor: its identity, its version (in-place writes) and its storage (a
-    ``.data`` swap, as ``module.to(dtype)`` does, keeps the first and may keep the second)."""
-    tensors = [params[name] for params, name in refs]
+#: What a copy derived from some weights was built from: per weight its identity, version and
+#: storage. Any change means the copy is stale.
+WeightsKey = tuple[tuple[int, int, int], ...]
+
+
+def weights_key(tensors: Sequence[torch.Tensor]) -> WeightsKey:
+    """Identity (a replaced parameter), version (an in-place write: a refresh, an optimizer
+    step) and storage (a ``.data`` swap, as ``module.to(dtype)`` does, keeps the first and may
+    keep the second) of each tensor — shared by the plan and the generic step's fused copies."""
     return tuple([(id(t), t._version, t.data_ptr()) for t in tensors])
+
+
+def _key(refs: tuple[_Ref, ...]) -> WeightsKey:
+    return weights_key([params[name] for params, name in refs])
 
 
 def _refs(model: nn.Module) -> tuple[_Ref, ...]:
