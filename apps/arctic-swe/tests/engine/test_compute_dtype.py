@@ -5,8 +5,8 @@ recorded log-probs measurably disagree with the FP32 trainer's, while the FP32 e
 from __future__ import annotations
 
 import asyncio
-import threading
 import copy
+import threading
 from collections.abc import Sequence
 
 import pytest
