@@ -35,6 +35,7 @@ from load_router._router import (
     Router,
     RouterSnapshot,
 )
+from load_router._scheduler import Scheduler, SchedulerLease
 from load_router._sim_config import SimConfig, SimResult, UpdateRecord
 from load_router._simulate import simulate
 from load_router._version import __version__
@@ -78,6 +79,8 @@ __all__ = [
     "Router",
     "RouterError",
     "RouterSnapshot",
+    "Scheduler",
+    "SchedulerLease",
     "Screened",
     "SessionHash",
     "SimConfig",
