@@ -28,7 +28,8 @@ TestRefreshContract.settings = settings(
 
 
 def request(index: int, n: int) -> GenerateRequest:
-    return GenerateRequest(rollout_index=index, prompt_ids=(1, 2), max_new_tokens=n)
+    prompt: Any = (1, 2)  # attrs' tuple converter confuses mypy's generics
+    return GenerateRequest(rollout_index=index, prompt_ids=prompt, max_new_tokens=n)
 
 
 # ---------------------------------------------------------------- worked examples

@@ -44,7 +44,7 @@ def rollout_lengths(
     """Pareto(``alpha``) lengths in ``[minimum, maximum]`` (alpha ≤ 2: infinite variance).
 
     Quantiles are drawn on a grid of 2**16, so the longest length reached is
-    ``minimum * 2**(16 / alpha)`` (about 10 000 × ``minimum`` at the default alpha) unless
+    ``minimum * 2**(16 / alpha)`` (about 10 000 times ``minimum`` at the default alpha) unless
     ``maximum`` clips it first.
 
     Raises :class:`~load_router.ConfigError` unless ``1 <= minimum <= maximum`` and ``alpha > 0``.
