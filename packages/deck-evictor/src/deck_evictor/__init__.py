@@ -21,6 +21,7 @@ from deck_evictor._errors import (
     UnknownTaskError,
     UpdateOrderError,
 )
+from deck_evictor._pool import MakePool, TaskPool
 from deck_evictor._rates import (
     RateEstimate,
     TransitionCounts,
@@ -56,6 +57,7 @@ __all__ = [
     "ForgettingStat",
     "InvalidConfigError",
     "InvalidResultError",
+    "MakePool",
     "NotRetiredError",
     "RateEstimate",
     "ReplayOutcome",
@@ -64,6 +66,7 @@ __all__ = [
     "RetireReason",
     "Retirement",
     "StateFileError",
+    "TaskPool",
     "TaskStats",
     "TransitionCounts",
     "UnknownTaskError",
