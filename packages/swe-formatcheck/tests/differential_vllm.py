@@ -27,19 +27,20 @@ import sys
 import time
 from dataclasses import dataclass, field
 from importlib.metadata import version
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from differential_turns import TOOLS, Turn, generate_turn
 from tokenizers import AddedToken, Tokenizer, models
 from transformers import PreTrainedTokenizerFast
 from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
 from vllm.parser.parser_manager import ParserManager
 
-from swe_formatcheck import TurnVerdict, check_turn
+from swe_formatcheck import TOOLSETS, ToolSpec, TurnVerdict, check_turn
+from swe_formatcheck.strategies import GeneratedTurn, generate_turn
 
+TOOLS: tuple[ToolSpec, ...] = TOOLSETS["mini_swe_agent_plus"]
+#: One generated turn and its check options (the kit's record; the script reads raw, dialect,
+#: reasoning and think_prefilled).
+Turn = GeneratedTurn
 QWEN_SPECIAL = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_pad|>", "<|image_pad|>")
 QWEN_ADDED = ("<think>", "</think>", "<tool_call>", "</tool_call>")
 #: The ``--tool-call-parser`` names checked (vLLM 0.33 registers qwen3_coder and qwen3_xml to the

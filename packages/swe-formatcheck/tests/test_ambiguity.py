@@ -6,44 +6,23 @@ from __future__ import annotations
 import time
 
 import pytest
-from formatcheck_turns import (
-    ALL_MARKUP,
-    ANY_TEXT,
-    TAG_NAMES,
-    THINK,
-    bash,
-    check,
-    unambiguous,
-    without,
-    xml_call,
-)
-from hypothesis import assume, example, given
+from formatcheck_turns import THINK, bash, check, xml_call
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from swe_formatcheck import Code, RenderError, ToolCall, render_turn
 from swe_formatcheck._ambiguity import find_in_json, find_in_value
+from swe_formatcheck.strategies import (
+    ALL_MARKUP,
+    any_text,
+    special_token_texts,
+    tag_variants,
+    text_without,
+    unambiguous,
+)
 
-#: Characters vLLM's regex ``\s`` matches (Unicode White_Space), plus the four separators
-#: ``str.isspace`` adds; one of each kind is enough to show the class is taken whole.
-SPACES = (" ", "\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x85", "\xa0", "\u2028", "\u3000")
-
-
-@st.composite
-def tag_variants(draw: st.DrawFn) -> str:
-    """``<`` ws* [/ ws*] NAME ws* (= | >) with NAME in a random letter case."""
-    spaces = st.lists(st.sampled_from(SPACES), max_size=3).map("".join)
-    name = draw(st.sampled_from(TAG_NAMES))
-    cased = "".join(char.upper() if draw(st.booleans()) else char for char in name)
-    slash = draw(st.sampled_from(["", "/"]))
-    middle = draw(spaces) + slash + (draw(spaces) if slash else "")
-    variant = "<" + middle + cased + draw(spaces) + draw(st.sampled_from("=>"))
-    # The exact tags have codes of their own (nested_tag, parameter_unclosed, ...).
-    assume(variant not in ALL_MARKUP)
-    return variant
-
-
-SPECIAL_TOKENS = st.from_regex(r"<\|[A-Za-z0-9_]{1,12}\|>", fullmatch=True)
-SAFE = without(ALL_MARKUP)
+SPECIAL_TOKENS = special_token_texts()
+SAFE = text_without(ALL_MARKUP)
 
 
 @given(SAFE, st.one_of(tag_variants(), SPECIAL_TOKENS), SAFE)
@@ -85,7 +64,7 @@ def test_values_without_variants_round_trip(value: str, reasoning: str) -> None:
     assert verdict.reasoning == reasoning
 
 
-@given(st.lists(st.one_of(ANY_TEXT, tag_variants(), SPECIAL_TOKENS), max_size=6).map("".join))
+@given(st.lists(st.one_of(any_text(), tag_variants(), SPECIAL_TOKENS), max_size=6).map("".join))
 def test_the_finder_agrees_with_the_readable_oracle(text: str) -> None:
     found = find_in_value(text)
     assert (found is None) is unambiguous(text)
@@ -94,7 +73,7 @@ def test_the_finder_agrees_with_the_readable_oracle(text: str) -> None:
         assert unambiguous(text[: found.at])
 
 
-@given(ANY_TEXT, st.one_of(tag_variants(), SPECIAL_TOKENS))
+@given(any_text(), st.one_of(tag_variants(), SPECIAL_TOKENS))
 def test_hermes_render_escapes_what_a_raw_body_may_not_hold(text: str, variant: str) -> None:
     call = bash(text + variant)
     raw = render_turn(None, call, dialect="hermes")

@@ -2,7 +2,8 @@
 
 Needs vLLM (``nox -s differential`` builds such an environment); skipped where it is absent, as
 in the ordinary test environment. The generator and the comparison live in
-`differential_turns` / `differential_vllm`, which the script mode shares.
+`swe_formatcheck.strategies` (`generate_turn`) / `differential_vllm`, which the script mode
+shares.
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ import pytest
 pytest.importorskip("vllm", reason="the differential test needs vLLM (nox -s differential)")
 
 import differential_vllm as dv
-from differential_turns import Turn
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import swe_formatcheck._hermes as hermes_module
 import swe_formatcheck._qwen_xml as qwen_module
 import swe_formatcheck._scan as scan_module
+from swe_formatcheck.strategies import GeneratedTurn
 
 HEAD = "<think>\nx\n</think>\n\n<tool_call>\n<function=execute_bash>\n<parameter=command>\n"
 TAIL = "\n</parameter>\n</function>\n</tool_call>"
@@ -32,7 +33,11 @@ def stack() -> dv.VllmStack:
     return dv.VllmStack()
 
 
-def _compare_all(stack: dv.VllmStack, turn: Turn) -> dict[str, str | None]:
+def _turn(raw: str) -> GeneratedTurn:
+    return GeneratedTurn(raw, "qwen3_coder", dv.TOOLS, "required", False, "adversarial", "none")
+
+
+def _compare_all(stack: dv.VllmStack, turn: GeneratedTurn) -> dict[str, str | None]:
     verdict = dv.check(turn)
     assert verdict.ok
     return {
@@ -70,7 +75,7 @@ def test_the_reported_class_is_real_in_this_vllm_and_rejected(
     stack: dv.VllmStack, value: str
 ) -> None:
     """vLLM really executes these differently; `check_turn` rejects them."""
-    turn = Turn(HEAD + value + TAIL, "qwen3_coder", "required", False, ())
+    turn = _turn(HEAD + value + TAIL)
     _, calls = stack.parse("qwen3_coder+qwen3", turn)
     assert calls is not None
     assert [c.arguments for c in calls] != ['{"command": ' + dv.json.dumps(value) + "}"]
@@ -79,7 +84,7 @@ def test_the_reported_class_is_real_in_this_vllm_and_rejected(
 
 @pytest.mark.parametrize("text", ["a<|im_end|>b", "a</think>b"])
 def test_deleted_text_is_real_in_this_vllm_and_rejected(stack: dv.VllmStack, text: str) -> None:
-    turn = Turn(HEAD + text + TAIL, "qwen3_coder", "required", False, ())
+    turn = _turn(HEAD + text + TAIL)
     _, calls = stack.parse("qwen3_coder+qwen3", turn)
     assert calls is not None
     assert [c.arguments for c in calls] == ['{"command": "ab"}']

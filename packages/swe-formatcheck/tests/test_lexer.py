@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from formatcheck_turns import ALL_MARKUP, ANY_TEXT
 from hypothesis import given
 from hypothesis import strategies as st
 
 from swe_formatcheck._lexer import TAG_NAME_SCAN, MarkerFinder, read_tag_name
+from swe_formatcheck.strategies import ALL_MARKUP, any_text
 
-SOUP = st.lists(st.one_of(ANY_TEXT, st.sampled_from(ALL_MARKUP)), max_size=20).map("".join)
+SOUP = st.lists(st.one_of(any_text(), st.sampled_from(ALL_MARKUP)), max_size=20).map("".join)
 
 
 def naive_find(text: str, pos: int, markers: tuple[str, ...]) -> tuple[int, str | None]:

@@ -3,21 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from formatcheck_turns import (
-    ALL_MARKUP,
-    ANY_TEXT,
-    LS,
-    THINK,
-    TOOL_NAMES,
-    bash,
-    check,
-    without,
-)
+from formatcheck_turns import LS, THINK, bash, check
 from hypothesis import given
 from hypothesis import strategies as st
 
 from swe_formatcheck import RenderError, ToolCall, ToolSpec, check_turn, render_turn
 from swe_formatcheck._lexer import HERMES_CALL_MARKERS, THINK_MARKERS, XML_CALL_MARKERS
+from swe_formatcheck.strategies import ALL_MARKUP, any_text, text_without, tool_names
 
 
 def test_render_matches_the_hand_written_canonical_form() -> None:
@@ -81,16 +73,16 @@ def test_render_argument_errors() -> None:
 
 @st.composite
 def specs_and_calls(draw: st.DrawFn, values: st.SearchStrategy[str]) -> tuple[ToolSpec, ToolCall]:
-    name = draw(TOOL_NAMES)
-    arguments = draw(st.dictionaries(TOOL_NAMES, values, max_size=4))
+    name = draw(tool_names())
+    arguments = draw(st.dictionaries(tool_names(), values, max_size=4))
     required = tuple(param for param in arguments if draw(st.booleans()))
     optional = tuple(param for param in arguments if param not in required)
     return ToolSpec(name, required, optional), ToolCall(name, arguments)
 
 
 @given(
-    specs_and_calls(without(XML_CALL_MARKERS)),
-    st.none() | without(ALL_MARKUP),
+    specs_and_calls(text_without(XML_CALL_MARKERS)),
+    st.none() | text_without(ALL_MARKUP),
     st.booleans(),
 )
 def test_qwen3_coder_render_then_parse_is_identity(
@@ -112,8 +104,8 @@ def test_qwen3_coder_render_then_parse_is_identity(
 
 
 @given(
-    specs_and_calls(ANY_TEXT),
-    st.none() | without((*THINK_MARKERS, *HERMES_CALL_MARKERS)),
+    specs_and_calls(any_text()),
+    st.none() | text_without((*THINK_MARKERS, *HERMES_CALL_MARKERS)),
 )
 def test_hermes_render_then_parse_is_identity(
     spec_call: tuple[ToolSpec, ToolCall], reasoning: str | None

@@ -25,3 +25,8 @@ class RenderError(FormatcheckError, ValueError):
 
 class GateClosedError(FormatcheckError, RuntimeError):
     """A turn was fed to an `EpisodeGate` that has already terminated the episode."""
+
+
+class ParserContractError(FormatcheckError, TypeError):
+    """A parser under test (`swe_formatcheck.strategies.check_parser`) returned something other
+    than ``None`` or a sequence of `ToolCall`."""

@@ -1,13 +1,13 @@
-"""Generated turns for the differential test against public parsers (not a test module).
+"""A seeded, standard-library generator of adversarial turns (the differential test's generator).
 
 `generate_turn(rng, dialect)` writes one raw assistant turn the way the Qwen chat template does,
 from values built out of ordinary text, unicode, near-miss markup, whitespace and case variants
 of every tag, exact tags and special-token text, then applies zero to two structural mutations
 (duplicate parameters, tags split across values, nested tags, a variant in place of a structural
 tag, missing newlines, extra text, a second call, truncation, ...). Roughly half of the turns
-stay valid, so the property "accepted ⇒ every parser executes the checked call" is exercised on
-tens of thousands of accepted turns per run. Only the standard library: the same generator
-drives the hypothesis test (``st.randoms()``) and the seeded script mode.
+stay valid, so the property "accepted => every parser executes the checked call" is exercised on
+many accepted turns. Only ``random.Random`` drives it: hypothesis draws it through
+``st.randoms()`` (`adversarial_turns`) and a script can drive it with a plain seed.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
 
-from swe_formatcheck import TOOLSETS, ToolSpec
+from swe_formatcheck._check import DialectName, ReasoningMode
+from swe_formatcheck._generated import GeneratedTurn
+from swe_formatcheck._tools import TOOLSETS, ToolSpec
 
 TOOLS: tuple[ToolSpec, ...] = TOOLSETS["mini_swe_agent_plus"]
 TAG_NAMES = ("think", "tool_call", "function", "parameter")
@@ -154,17 +155,6 @@ def _safe_piece(rng: random.Random) -> str:
     return rng.choice(NEAR_MISSES)
 
 
-@dataclass(frozen=True)
-class Turn:
-    """One generated turn and the `check_turn` options it is checked with."""
-
-    raw: str
-    dialect: str
-    reasoning: str  # "required" | "optional" | "forbidden"
-    think_prefilled: bool
-    mutations: tuple[str, ...]
-
-
 def _arguments(rng: random.Random, spec: ToolSpec) -> dict[str, str]:
     names = list(spec.required) + [p for p in spec.optional if rng.random() < 0.5]
     return {name: text(rng) for name in names}
@@ -246,9 +236,34 @@ _RAW_MUTATIONS: dict[str, Callable[[random.Random, str], str]] = {
 }
 
 
-def generate_turn(rng: random.Random, dialect: str) -> Turn:
-    """One raw turn for `dialect` (``"qwen3_coder"`` or ``"hermes"``) and its check options."""
-    spec = rng.choice(TOOLS)
+_MODES: dict[str, ReasoningMode] = {
+    "required": "required",
+    "prefilled": "required",
+    "optional": "optional",
+    "forbidden": "forbidden",
+}
+
+
+def generate_turn(
+    rng: random.Random,
+    dialect: DialectName,
+    tools: tuple[ToolSpec, ...] = TOOLS,
+    *,
+    reasoning: ReasoningMode | None = None,
+    think_prefilled: bool = False,
+) -> GeneratedTurn:
+    """One raw turn for `dialect` (``"qwen3_coder"`` or ``"hermes"``) and its check options.
+
+    The turn's `kind` is ``"adversarial"``: no expectation is set, the strict verdict decides.
+    Its `label` names the mutations applied (``"none"`` for a turn written as the template does).
+    The reasoning mode is drawn unless `reasoning` is given (then `think_prefilled` applies);
+    the random draws are the same either way, so a seed gives the same values and mutations.
+    """
+    if dialect not in ("qwen3_coder", "hermes"):
+        raise ValueError(f"dialect must be 'qwen3_coder' or 'hermes', got {dialect!r}")
+    if not tools:
+        raise ValueError("tools must hold at least one ToolSpec")
+    spec = rng.choice(tools)
     name = spec.name if rng.random() < 0.97 else "rm_rf"
     pairs = list(_arguments(rng, spec).items())
     rng.shuffle(pairs)
@@ -258,11 +273,13 @@ def generate_turn(rng: random.Random, dialect: str) -> Turn:
         _PAIR_MUTATIONS[mutation](rng, pairs)
         mutations.append(mutation)
     mode = rng.choices(("required", "prefilled", "optional", "forbidden"), (6, 2, 1, 1))[0]
-    reasoning = text(rng, risky=0.15)
+    if reasoning is not None:
+        mode = "prefilled" if think_prefilled else reasoning
+    thought = text(rng, risky=0.15)
     head = {
-        "required": f"<think>\n{reasoning}\n</think>\n\n",
-        "prefilled": f"{reasoning}\n</think>\n\n",
-        "optional": "" if rng.random() < 0.5 else f"<think>\n{reasoning}\n</think>\n\n",
+        "required": f"<think>\n{thought}\n</think>\n\n",
+        "prefilled": f"{thought}\n</think>\n\n",
+        "optional": "" if rng.random() < 0.5 else f"<think>\n{thought}\n</think>\n\n",
         "forbidden": "",
     }[mode]
     envelope = (
@@ -273,10 +290,12 @@ def generate_turn(rng: random.Random, dialect: str) -> Turn:
         mutation = rng.choice(sorted(_RAW_MUTATIONS))
         raw = _RAW_MUTATIONS[mutation](rng, raw)
         mutations.append(mutation)
-    return Turn(
+    return GeneratedTurn(
         raw=raw,
         dialect=dialect,
-        reasoning="required" if mode == "prefilled" else mode,
+        tools=tools,
+        reasoning=_MODES[mode] if reasoning is None else reasoning,
         think_prefilled=mode == "prefilled",
-        mutations=tuple(mutations),
+        kind="adversarial",
+        label="+".join(mutations) or "none",
     )
