@@ -27,6 +27,18 @@ def test_clip_modes_use_the_clip_range() -> None:
     assert LossConfig(ratio_control="cispo_clip").ratio_range == pytest.approx((0.8, 1.28))
 
 
+def test_presets_say_which_papers_form_they_are() -> None:
+    assert LossConfig.arctic_swe() == LossConfig()  # Arctic-SWE §5: CISPO + IcePop [0, 2]
+    m1 = LossConfig.minimax_m1_cispo(clip_high=0.3)
+    # MiniMax-M1: truncation of ω from above only, no lower bound, no mask
+    assert m1.ratio_control == "cispo_clip"
+    assert m1.clip_low is None
+    assert m1.ratio_range == pytest.approx((0.0, 1.3))
+    assert LossConfig(ratio_control="ppo_clip", clip_low=None).ratio_range[0] == 0.0
+    with pytest.raises(TypeError):
+        LossConfig.minimax_m1_cispo()  # type: ignore[call-arg]  # the paper gives no ε_high
+
+
 def test_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         LossConfig().mask_high = 3.0  # type: ignore[misc]
@@ -45,6 +57,9 @@ def test_frozen() -> None:
         ({"kl_coef": -1.0}, "kl_coef"),
         ({"entropy_coef": float("inf")}, "entropy_coef"),
         ({"omega_quantiles": (0.5, 1.5)}, "omega_quantiles"),
+        ({"rollout_logprob_tol": -1e-9}, "rollout_logprob_tol"),
+        ({"rollout_logprob_tol": float("nan")}, "rollout_logprob_tol"),
+        ({"clip_low": -0.5}, "clip_low"),
     ],
 )
 def test_loss_config_rejects(kwargs: dict[str, object], field: str) -> None:

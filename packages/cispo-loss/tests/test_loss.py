@@ -23,6 +23,9 @@ CONFIGS = [
     LossConfig(ratio_control="ppo_clip", aggregation="rollout_mean"),
     LossConfig(kl_coef=0.1),
     LossConfig(entropy_coef=0.01, aggregation="rollout_mean"),
+    LossConfig(ratio_control="ppo_clip", clip_ratio_c=1.5),
+    LossConfig(ratio_control="ppo_clip", clip_low=None, clip_ratio_c=2.0),
+    LossConfig.minimax_m1_cispo(clip_high=0.3),
 ]
 
 
@@ -383,9 +386,11 @@ def test_overflowing_ratio_is_masked_without_nan() -> None:
         (g,) = grads(out.loss, lp)
         assert torch.isfinite(out.loss)
         assert torch.isfinite(g).all()
-        # PPO never clips the high side of a negative advantage; its exp() is clamped instead
-        expected_high = 0.0 if config.ratio_control == "ppo_clip" else 0.5
-        assert out.metrics["masked_frac_high"] == expected_high
+        # PPO never clips the high side of a negative advantage, but its log-ratio is capped at
+        # 20 (verl), with zero gradient there: the cap counts as acting on the token
+        assert out.metrics["masked_frac_high"] == 0.5
+        # masked (IcePop) or capped (PPO): no gradient; truncated (CISPO clip): -1.28·A/N
+        assert g[0, 0] == (0.64 if config.ratio_control == "cispo_clip" else 0.0)
         assert out.metrics["mismatch_kl"] > 1e80  # float64 metrics: huge, still finite
 
 
@@ -498,3 +503,61 @@ def test_rollout_logprob_zero_is_allowed_and_padding_is_not_checked() -> None:
     lp = torch.tensor([[-0.1, float("nan")]], requires_grad=True)
     out = cispo_loss(lp, rollout, torch.tensor([1.0]), torch.tensor([[True, False]]))
     assert torch.isfinite(out.loss)
+
+
+# -- rollout log-probs a rounding step above 0 ---------------------------------------------------
+
+TOL = LossConfig().rollout_logprob_tol
+
+
+def _with_rollout_value(value: float, config: LossConfig | None = None) -> torch.Tensor:
+    """The loss (float64) with one trainable rollout log-prob set to ``value``."""
+    rollout = torch.tensor([[-0.7, -1.2, value]], dtype=F64)
+    lp = torch.tensor([[-0.5, -1.0, -0.01]], dtype=F64, requires_grad=True)
+    out = cispo_loss(
+        lp,
+        rollout,
+        torch.tensor([1.5], dtype=F64),
+        torch.ones(1, 3, dtype=torch.bool),
+        config=config or LossConfig(),
+    )
+    return out.loss
+
+
+@given(st.floats(0.0, TOL, exclude_min=True))
+@settings(max_examples=30)
+def test_tiny_positive_rollout_logprobs_are_clamped_to_zero(value: float) -> None:
+    assert _with_rollout_value(value) == _with_rollout_value(0.0)
+    unchecked = LossConfig(check_inputs=False)
+    assert _with_rollout_value(value, unchecked) == _with_rollout_value(0.0)
+
+
+@given(st.floats(TOL, 50.0, exclude_min=True))
+@settings(max_examples=30)
+def test_rollout_logprobs_above_the_tolerance_are_an_error(value: float) -> None:
+    with pytest.raises(InputError) as info:
+        _with_rollout_value(value)
+    assert info.value.tensor == "rollout_logprobs"
+    assert "rollout_logprob_tol" in str(info.value)
+    # unchecked, they are the caller's business: passed through, not silently clamped
+    unchecked = _with_rollout_value(value, LossConfig(check_inputs=False))
+    assert unchecked != _with_rollout_value(0.0)
+
+
+def test_tolerance_boundary_is_inclusive_and_configurable() -> None:
+    _with_rollout_value(TOL)
+    with pytest.raises(InputError):
+        _with_rollout_value(math.nextafter(TOL, math.inf))
+    with pytest.raises(InputError):
+        _with_rollout_value(1e-9, LossConfig(rollout_logprob_tol=0.0))
+    _with_rollout_value(1e-3, LossConfig(rollout_logprob_tol=1e-3))
+
+
+def test_float32_rollout_logprobs_use_the_tolerance_in_float32() -> None:
+    tol32 = float(torch.tensor(TOL, dtype=torch.float32))
+    above = float(torch.nextafter(torch.tensor(tol32), torch.tensor(1.0)))
+    lp = torch.full((1, 2), -0.5, requires_grad=True)
+    mask, adv = torch.ones(1, 2, dtype=torch.bool), torch.tensor([1.0])
+    cispo_loss(lp, torch.tensor([[-0.4, tol32]]), adv, mask)
+    with pytest.raises(InputError):
+        cispo_loss(lp, torch.tensor([[-0.4, above]]), adv, mask)

@@ -131,3 +131,23 @@ def test_public_quantiles_match_numpy(values: list[float], qs: list[float]) -> N
     np = pytest.importorskip("numpy")  # not a dependency of cispo-loss; torch usually brings it
     got = [float(v) for v in cispo_loss.quantiles(torch.tensor(values, dtype=F64), tuple(qs))]
     assert got == pytest.approx(np.quantile(np.array(values), qs).tolist(), rel=1e-12, abs=1e-12)
+
+
+@given(
+    st.lists(st.tuples(st.floats(-1e6, 1e6, allow_nan=False), st.booleans()), max_size=60),
+    st.lists(st.floats(0, 1), min_size=1, max_size=5),
+)
+def test_masked_statistics_equal_the_statistics_of_the_selection(
+    pairs: list[tuple[float, bool]], qs: list[float]
+) -> None:
+    """The sync-free masked forms give what boolean indexing + the plain forms give."""
+    from cispo_loss._metrics import masked_quantiles, masked_summary
+
+    values = torch.tensor([v for v, _ in pairs], dtype=F64)
+    mask = torch.tensor([k for _, k in pairs], dtype=torch.bool)
+    got = [float(v) for v in masked_quantiles(values, mask, tuple(qs))]
+    want = [float(v) for v in quantiles(values[mask], tuple(qs))]
+    assert got == pytest.approx(want, nan_ok=True, rel=0, abs=0)  # bit for bit
+    got_summary = {k: float(v) for k, v in masked_summary(values, mask, "x").items()}
+    want_summary = {k: float(v) for k, v in summary(values[mask], "x").items()}
+    assert got_summary == pytest.approx(want_summary, nan_ok=True, rel=1e-9, abs=1e-6)

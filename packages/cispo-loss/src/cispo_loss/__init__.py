@@ -11,6 +11,7 @@ from cispo_loss._config import LengthPenalty, LossConfig, RewardShaping
 from cispo_loss._errors import CispoError, ConfigError, InputError
 from cispo_loss._logprobs import TokenLogprobs, token_logprobs
 from cispo_loss._loss import LossOutput, cispo_loss, default_normalizer
+from cispo_loss._loss_metrics import LossMetrics, MetricsLevel
 from cispo_loss._metrics import quantiles
 from cispo_loss._version import __version__
 
@@ -20,7 +21,9 @@ __all__ = [
     "InputError",
     "LengthPenalty",
     "LossConfig",
+    "LossMetrics",
     "LossOutput",
+    "MetricsLevel",
     "RewardShaping",
     "TokenLogprobs",
     "__version__",

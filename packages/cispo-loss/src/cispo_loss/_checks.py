@@ -57,14 +57,19 @@ def as_bool_mask(name: str, mask: torch.Tensor) -> torch.Tensor:
     return as_bool
 
 
-def check_cu_seqlens(cu_seqlens: torch.Tensor, total: int) -> torch.Tensor:
-    """Validate packed-sequence offsets ``[B + 1]`` (0, …, total, non-decreasing); return lengths."""
+def check_cu_seqlens_shape(cu_seqlens: torch.Tensor) -> None:
+    """The metadata half of :func:`check_cu_seqlens` (a tensor of integers, ``[B + 1]``): no sync."""
     require_tensor("cu_seqlens", cu_seqlens)
     require_integer("cu_seqlens", cu_seqlens)
     if cu_seqlens.dim() != 1 or cu_seqlens.numel() < 2:
         raise InputError(
             "cu_seqlens", f"expected shape [B + 1] with B >= 1, got {tuple(cu_seqlens.shape)}"
         )
+
+
+def check_cu_seqlens(cu_seqlens: torch.Tensor, total: int) -> torch.Tensor:
+    """Validate packed-sequence offsets ``[B + 1]`` (0, …, total, non-decreasing); return lengths."""
+    check_cu_seqlens_shape(cu_seqlens)
     if int(cu_seqlens[0]) != 0:
         raise InputError("cu_seqlens", f"must start at 0, starts at {int(cu_seqlens[0])}")
     if int(cu_seqlens[-1]) != total:

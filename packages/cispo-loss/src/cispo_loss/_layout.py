@@ -10,7 +10,12 @@ from dataclasses import dataclass
 
 import torch
 
-from cispo_loss._checks import check_cu_seqlens, require_same_device, require_tensor
+from cispo_loss._checks import (
+    check_cu_seqlens,
+    check_cu_seqlens_shape,
+    require_same_device,
+    require_tensor,
+)
 from cispo_loss._errors import InputError
 
 
@@ -23,8 +28,14 @@ class Layout:
     rollout_of_token: torch.Tensor  # [num_tokens] int64
 
 
-def resolve_layout(logprobs: torch.Tensor, cu_seqlens: torch.Tensor | None) -> Layout:
-    """Build the layout of ``logprobs`` (``[B, T]`` padded, or ``[N]`` packed with ``cu_seqlens``)."""
+def resolve_layout(
+    logprobs: torch.Tensor, cu_seqlens: torch.Tensor | None, *, check: bool = True
+) -> Layout:
+    """Build the layout of ``logprobs`` (``[B, T]`` padded, or ``[N]`` packed with ``cu_seqlens``).
+
+    ``check=False`` trusts the values of ``cu_seqlens`` (start 0, end N, non-decreasing), whose
+    check needs the device; its dtype and shape are still checked.
+    """
     device = logprobs.device
     if cu_seqlens is None:
         if logprobs.dim() != 2:
@@ -46,9 +57,16 @@ def resolve_layout(logprobs: torch.Tensor, cu_seqlens: torch.Tensor | None) -> L
         )
     if logprobs.numel() == 0:
         raise InputError("logprobs", "empty batch: no tokens")
-    lengths = check_cu_seqlens(cu_seqlens, logprobs.numel())
+    if check:
+        lengths = check_cu_seqlens(cu_seqlens, logprobs.numel())
+    else:
+        check_cu_seqlens_shape(cu_seqlens)
+        lengths = cu_seqlens[1:] - cu_seqlens[:-1]
     batch = lengths.numel()
-    rows = torch.arange(batch, device=device).repeat_interleave(lengths.to(torch.int64))
+    # output_size: the total is known, so repeat_interleave need not read it from the device
+    rows = torch.arange(batch, device=device).repeat_interleave(
+        lengths.to(torch.int64), output_size=logprobs.numel()
+    )
     return Layout((logprobs.numel(),), batch, rows)
 
 

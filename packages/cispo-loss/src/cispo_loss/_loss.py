@@ -12,12 +12,10 @@ full-batch gradient exactly — no re-weighting by micro-batch size.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import torch
 
-from cispo_loss import _metrics as m
 from cispo_loss._checks import (
     as_bool_mask,
     require_finite,
@@ -29,11 +27,19 @@ from cispo_loss._checks import (
 from cispo_loss._config import LossConfig
 from cispo_loss._errors import InputError
 from cispo_loss._layout import Layout, per_rollout_sum, resolve_layout
+from cispo_loss._loss_metrics import (
+    LossMetrics,
+    MetricInputs,
+    MetricsLevel,
+    check_level,
+    loss_metrics,
+)
 
 _DEFAULT_LOSS = LossConfig()
 
 #: exp() arguments are clamped here where ω carries gradient (PPO clip, k3 KL): a log-ratio of 20
 #: is already ω ≈ 4.9e8, and an unclamped overflow would turn a zero gradient into 0·inf = NaN.
+#: The clamp is verl's (``[-20, 20]``) and, like verl's, has zero gradient where it is active.
 _MAX_LOG_RATIO = 20.0
 
 
@@ -43,11 +49,12 @@ class LossOutput:
 
     Attributes:
         loss: 0-d tensor with gradient; call ``loss.backward()``.
-        metrics: plain floats, detached (see the README's metric table).
+        metrics: a read-only mapping of plain floats (see the README's metric table), copied to
+            the host on first read; empty for ``metrics="none"``.
     """
 
     loss: torch.Tensor
-    metrics: Mapping[str, float]
+    metrics: LossMetrics
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +63,7 @@ class _Tokens:
 
     mask: torch.Tensor
     logprobs: torch.Tensor
+    rollout_logprobs: torch.Tensor
     log_ratio: torch.Tensor  # detached, unclamped: log ω
     advantages: torch.Tensor
     ref_logprobs: torch.Tensor | None
@@ -88,6 +96,30 @@ def _per_token_advantages(
     )
 
 
+def _bool_mask(loss_mask: torch.Tensor, config: LossConfig) -> torch.Tensor:
+    if config.check_inputs or loss_mask.dtype == torch.bool:
+        return as_bool_mask("loss_mask", loss_mask)
+    return loss_mask != 0  # unchecked: the 0/1 check would be a device sync
+
+
+def _require_non_positive_rollout(rollout: torch.Tensor, mask: torch.Tensor, tol: float) -> None:
+    positive = int(((rollout > tol) & mask).sum())
+    if positive:
+        raise InputError(
+            "rollout_logprobs",
+            f"holds {positive} value(s) > {tol:g} at trainable positions "
+            f"(log-probs must be <= 0; rollout_logprob_tol={tol:g} allows rounding above 0)",
+        )
+
+
+def _clamp_rounding(rollout: torch.Tensor, tol: float) -> torch.Tensor:
+    """Clamp the rounding artefacts in ``(0, tol]`` to 0 (where(), so no device sync)."""
+    if tol <= 0:
+        return rollout
+    tiny = (rollout > 0) & (rollout <= tol)
+    return torch.where(tiny, torch.zeros((), dtype=rollout.dtype, device=rollout.device), rollout)
+
+
 def _sanitise(
     logprobs: torch.Tensor,
     rollout_logprobs: torch.Tensor,
@@ -105,7 +137,7 @@ def _sanitise(
     _check_same_layout("ref_logprobs", ref_logprobs, logprobs)
     _check_same_layout("entropy", entropy, logprobs)
     require_float("rollout_logprobs", rollout_logprobs)
-    mask = as_bool_mask("loss_mask", loss_mask).reshape(-1)
+    mask = _bool_mask(loss_mask, config).reshape(-1)
     adv = _per_token_advantages(advantages, logprobs, layout)
     dtype = torch.promote_types(logprobs.dtype, torch.float32)
     flat = {
@@ -120,12 +152,8 @@ def _sanitise(
     if config.check_inputs:
         for name, tensor in flat.items():
             require_finite(name, tensor, where=mask)
-        positive = int(((flat["rollout_logprobs"] > 0) & mask).sum())
-        if positive:
-            raise InputError(
-                "rollout_logprobs",
-                f"holds {positive} value(s) > 0 at trainable positions (log-probs must be <= 0)",
-            )
+        _require_non_positive_rollout(flat["rollout_logprobs"], mask, config.rollout_logprob_tol)
+    flat["rollout_logprobs"] = _clamp_rounding(flat["rollout_logprobs"], config.rollout_logprob_tol)
     # where() (not multiplication) so NaN/inf at padding can reach neither the loss nor a gradient.
     clean = {
         k: torch.where(mask, v.to(dtype), torch.zeros((), dtype=dtype, device=v.device))
@@ -134,6 +162,7 @@ def _sanitise(
     return _Tokens(
         mask=mask,
         logprobs=clean["logprobs"],
+        rollout_logprobs=clean["rollout_logprobs"],
         log_ratio=(clean["logprobs"].detach() - clean["rollout_logprobs"]),
         advantages=clean["advantages"],
         ref_logprobs=clean.get("ref_logprobs"),
@@ -155,10 +184,31 @@ def _policy_term(
     if config.ratio_control == "cispo_clip":
         coef = omega.clamp(min=low, max=high)
         return -coef * adv * lp, omega < low, omega > high
-    # PPO: ratio carries gradient; min() picks the clipped branch, whose gradient is zero.
-    ratio = (lp - lp.detach() + tok.log_ratio.clamp(max=_MAX_LOG_RATIO)).exp()
-    surrogate = torch.minimum(ratio * adv, ratio.clamp(min=low, max=high) * adv)
-    return -surrogate, (omega < low) & (adv < 0), (omega > high) & (adv > 0)
+    return _ppo_term(tok, config)
+
+
+def _ppo_term(tok: _Tokens, config: LossConfig) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """PPO's pessimistic surrogate, optionally dual-clipped, with the ratio differentiated.
+
+    Every intervention is a branch whose value is constant in ``logprobs`` — the clamped log-ratio
+    (verl's ``[-20, 20]`` cap), the clipped ratio and the dual-clip constant — so the gradient is
+    exactly zero wherever one of them is the active branch, and the value and gradient agree.
+    """
+    low, high = config.ratio_range
+    adv, log_ratio = tok.advantages, tok.log_ratio
+    capped = (tok.logprobs - tok.rollout_logprobs).clamp(-_MAX_LOG_RATIO, _MAX_LOG_RATIO)
+    ratio = capped.exp()
+    clipped = ratio.clamp(min=None if config.clip_low is None else low, max=high)
+    loss = torch.maximum(-adv * ratio, -adv * clipped)
+    omega = log_ratio.exp()
+    below = ((omega < low) & (adv < 0)) | (log_ratio < -_MAX_LOG_RATIO)
+    above = ((omega > high) & (adv > 0)) | (log_ratio > _MAX_LOG_RATIO)
+    if config.clip_ratio_c is not None:
+        # dual clip (verl): a negative-advantage token's loss stops growing at -A·c
+        dual = torch.minimum(loss, -adv * config.clip_ratio_c)
+        loss = torch.where(adv < 0, dual, loss)
+        above = above | ((adv < 0) & (omega > config.clip_ratio_c))
+    return loss, below, above
 
 
 def _k3_kl(tok: _Tokens) -> torch.Tensor:
@@ -201,12 +251,21 @@ def _aggregate(
 
 def _resolve_normalizer(
     normalizer: float | int | torch.Tensor | None, tok: _Tokens, layout: Layout, config: LossConfig
-) -> float:
-    if normalizer is None:
+) -> float | torch.Tensor:
+    """The denominator: a float, or a 0-d tensor left on its device (no sync) when that is free."""
+    if normalizer is None:  # this call's own count, kept on the device
         if config.aggregation == "token_mean":
-            return float(max(int(tok.mask.sum()), 1))
-        counts = per_rollout_sum(tok.mask.to(torch.int64), layout)
-        return float(max(int((counts > 0).sum()), 1))
+            count = tok.mask.sum()
+        else:
+            count = (per_rollout_sum(tok.mask.to(torch.int64), layout) > 0).sum()
+        return count.clamp(min=1).to(tok.logprobs.dtype)
+    if isinstance(normalizer, torch.Tensor):
+        if normalizer.numel() != 1:
+            raise InputError(
+                "normalizer", f"expected one number, got shape {tuple(normalizer.shape)}"
+            )
+        if not config.check_inputs:  # trusted: divide by it where it lies
+            return normalizer.detach().reshape(()).to(tok.logprobs.dtype)
     value = float(normalizer)
     if not value > 0 or value == float("inf"):
         raise InputError("normalizer", f"must be a finite number > 0, got {value!r}")
@@ -224,6 +283,7 @@ def cispo_loss(
     cu_seqlens: torch.Tensor | None = None,
     ref_logprobs: torch.Tensor | None = None,
     entropy: torch.Tensor | None = None,
+    metrics: MetricsLevel = "full",
 ) -> LossOutput:
     """The CISPO loss with IcePop masking (Arctic-SWE §5) on one micro-batch.
 
@@ -247,6 +307,10 @@ def cispo_loss(
             the k3 KL is also reported.
         entropy: per-token entropy from :func:`token_logprobs`; needed when
             ``config.entropy_coef != 0``; when given its mean is reported.
+        metrics: ``"full"`` (default: every metric of the README's table), ``"basic"`` (all
+            but ω's quantiles, which need a sort) or ``"none"`` (an empty mapping; nothing
+            computed). Values are computed on the device and copied to the host in one
+            transfer when first read (:class:`LossMetrics`); ω's quantiles also wait for it.
 
     Returns:
         :class:`LossOutput` with the 0-d loss (dtype ``float32``, or ``float64`` for float64
@@ -255,12 +319,18 @@ def cispo_loss(
 
     Raises:
         InputError: (a ``ValueError``) naming the tensor: mismatched shapes or devices, an empty
-            batch, NaN/inf at trainable positions, a rollout log-prob > 0, a bad ``cu_seqlens``.
+            batch, NaN/inf at trainable positions, a rollout log-prob above
+            ``config.rollout_logprob_tol``, a bad ``cu_seqlens``, an unknown ``metrics`` level.
+
+    Device syncs: with ``config.check_inputs=False``, a bool ``loss_mask``, a float or on-device
+    ``normalizer`` (or none) and ``metrics="none"`` (or metrics never read), the call never waits
+    for the device. Each input check, and the first read of the metrics, is one sync.
     """
     require_tensor("logprobs", logprobs)
     require_tensor("rollout_logprobs", rollout_logprobs)
     require_tensor("loss_mask", loss_mask)
-    layout = resolve_layout(logprobs, cu_seqlens)
+    check_level(metrics)
+    layout = resolve_layout(logprobs, cu_seqlens, check=config.check_inputs)
     if config.kl_coef > 0 and ref_logprobs is None:
         raise InputError("ref_logprobs", "required when config.kl_coef > 0")
     if config.entropy_coef != 0 and entropy is None:
@@ -284,50 +354,16 @@ def cispo_loss(
         if config.entropy_coef != 0:
             loss = loss - config.entropy_coef * entropy_term
     named["loss"] = loss
-    metrics = _metrics(
-        tok, layout, config, below, above, denom, named, advantages, tuple(logprobs.shape)
+    inputs = MetricInputs(
+        mask=tok.mask,
+        log_ratio=tok.log_ratio,
+        token_advantages=tok.advantages,
+        advantages=advantages,
+        per_token_advantages=tuple(advantages.shape) != (layout.num_rollouts,),
+        entropy=tok.entropy,
+        below=below,
+        above=above,
+        num_rollouts=layout.num_rollouts,
+        normalizer=denom,
     )
-    return LossOutput(loss=loss, metrics=metrics)
-
-
-def _metrics(
-    tok: _Tokens,
-    layout: Layout,
-    config: LossConfig,
-    below: torch.Tensor,
-    above: torch.Tensor,
-    denom: float,
-    named: dict[str, torch.Tensor],
-    advantages: torch.Tensor,
-    tok_shape: tuple[int, ...],
-) -> dict[str, float]:
-    with torch.no_grad():
-        mask = tok.mask
-        d = tok.log_ratio.to(torch.float64)
-        omega = d.exp()
-        out: dict[str, torch.Tensor] = {k: v.detach() for k, v in named.items()}
-        out["mismatch_kl"] = m.masked_mean(omega - d - 1.0, mask)
-        out["masked_frac_low"] = m.fraction(below, mask)
-        out["masked_frac_high"] = m.fraction(above, mask)
-        out["masked_frac"] = m.fraction(below | above, mask)
-        trainable_omega = omega[mask]
-        out.update(m.summary(trainable_omega, "omega"))
-        del out["omega_std"]
-        for q, value in zip(
-            config.omega_quantiles,
-            m.quantiles(trainable_omega, config.omega_quantiles),
-            strict=True,
-        ):
-            out[m.quantile_key(q)] = value
-        if tok.entropy is not None:
-            out["entropy_mean"] = m.masked_mean(tok.entropy.detach().to(torch.float64), mask)
-        per_token = (
-            tuple(advantages.shape) == tok_shape and advantages.numel() != layout.num_rollouts
-        )
-        adv = (tok.advantages[mask] if per_token else advantages.detach()).to(torch.float64)
-        out.update(m.summary(adv, "adv"))
-        out["adv_zero_frac"] = (adv == 0).to(torch.float64).mean()
-        out["trainable_tokens"] = mask.sum().to(torch.float64)
-        out["rollouts"] = d.new_tensor(float(layout.num_rollouts))
-        out["normalizer"] = d.new_tensor(denom)
-        return m.to_floats(out)
+    return LossOutput(loss, loss_metrics(metrics, named, inputs, config.omega_quantiles))

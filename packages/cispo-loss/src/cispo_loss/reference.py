@@ -1,8 +1,10 @@
-"""Slow, readable reference implementations that the tests compare against (float64-capable).
+"""Slow, readable float64 references: the definitions the tests check the fast code against.
 
-Nothing here is tuned: the log-probs materialise the full ``[T, V]`` logits, the loss walks
-rollouts and tokens in Python loops, one formula per line, straight from the definitions in
-Arctic-SWE §3.1/§5. Use it to check a port, not to train.
+Public, so that anyone porting the objective can check their own implementation against it
+(the README shows how). Nothing here is tuned: the log-probs materialise the full ``[T, V]``
+logits, the loss walks rollouts and tokens in Python loops, one formula per line, straight from
+the definitions in Arctic-SWE §3.1/§5 (and verl's dual-clip PPO for the ``ppo_clip`` ablation).
+Use it to check a port, not to train.
 """
 
 from __future__ import annotations
@@ -49,24 +51,56 @@ def reference_group_advantages(
     return advantages
 
 
+#: verl's cap on PPO's log-ratio: from ±20 on the ratio is the constant e^±20 (no gradient).
+PPO_LOG_RATIO_CAP = 20.0
+
+
+def _constant(logprob: torch.Tensor, value: float) -> torch.Tensor:
+    """``value`` as a 0-d tensor in ``logprob``'s graph with zero gradient."""
+    return logprob * 0.0 + value
+
+
 def _token_policy_loss(
     logprob: torch.Tensor, rollout_logprob: float, advantage: float, config: LossConfig
 ) -> torch.Tensor:
     """One token's policy loss; ``logprob`` is a 0-d tensor carrying gradient."""
-    omega = math.exp(
-        float(logprob.detach()) - rollout_logprob
-    )  # a plain float: never differentiated
+    # ω is a plain float: CISPO never differentiates it
+    omega = math.exp(float(logprob.detach()) - rollout_logprob)
     if config.ratio_control == "mask":
         if omega < config.mask_low or omega > config.mask_high:
             return logprob * 0.0
         return -omega * advantage * logprob
-    low, high = 1.0 - config.clip_low, 1.0 + config.clip_high
     if config.ratio_control == "cispo_clip":
-        return -min(max(omega, low), high) * advantage * logprob
-    ratio = torch.exp(logprob - rollout_logprob)  # PPO: the ratio itself is differentiated
-    unclipped = ratio * advantage
-    clipped = torch.clamp(ratio, low, high) * advantage
-    return -torch.minimum(unclipped, clipped)
+        coefficient = min(omega, 1.0 + config.clip_high)
+        if config.clip_low is not None:  # None: MiniMax-M1's form, no lower bound
+            coefficient = max(coefficient, 1.0 - config.clip_low)
+        return -coefficient * advantage * logprob
+    return _ppo_token_loss(logprob, rollout_logprob, advantage, config)
+
+
+def _ppo_token_loss(
+    logprob: torch.Tensor, rollout_logprob: float, advantage: float, config: LossConfig
+) -> torch.Tensor:
+    """PPO's surrogate (verl's form), one branch at a time: each active branch either carries
+    the ratio's gradient or is a constant, so the gradient is zero wherever a bound acts."""
+    log_ratio = float(logprob.detach()) - rollout_logprob
+    if abs(log_ratio) >= PPO_LOG_RATIO_CAP:  # on the cap too: clamp's gradient is 0 there
+        capped = max(min(log_ratio, PPO_LOG_RATIO_CAP), -PPO_LOG_RATIO_CAP)
+        ratio = _constant(logprob, math.exp(capped))
+    else:
+        ratio = torch.exp(logprob - rollout_logprob)  # the ratio itself is differentiated
+    r = float(ratio.detach())
+    low = 0.0 if config.clip_low is None else 1.0 - config.clip_low
+    clipped = min(max(r, low), 1.0 + config.clip_high)
+    loss = -advantage * ratio
+    # pessimism: the larger of the unclipped and clipped losses
+    if clipped != r and -advantage * clipped > float(loss.detach()):
+        loss = _constant(logprob, -advantage * clipped)
+    # dual clip: a negative-advantage token's loss is capped at -A·c
+    c = config.clip_ratio_c
+    if c is not None and advantage < 0 and float(loss.detach()) > -advantage * c:
+        loss = _constant(logprob, -advantage * c)
+    return loss
 
 
 def reference_cispo_loss(
