@@ -1,11 +1,15 @@
 """Nox sessions for the Arctic-SWE workspace (uv backend).
 
 Per member:  tests(package)  import_alone(package)  typecheck(package)  build(package)
+             lowest(package)  newest(package)  wheel_alone(package)
 Workspace:   lint  integration  bench_smoke  nightly  nightly_ablate  differential (swe-formatcheck vs vLLM)
 
 `import_alone` is the one that proves a piece can be lifted into another RL stack: a fresh
 environment holding only that member and its own dependencies imports it from outside the source
 tree, holds none of the packages ARCHITECTURE.md §2 forbids for it, and passes the member's tests.
+`lowest` and `newest` do the same without the lock, at the lowest versions its direct
+dependencies allow and at the newest ones the index has; `wheel_alone` installs the built wheel
+with plain pip, as a user would, and runs the README's example verbatim.
 """
 
 from __future__ import annotations
@@ -218,3 +222,156 @@ def nightly_ablate(session: nox.Session) -> None:
         "arctic-swe", "ablate", "--preset", "long", "--out", str(root / day),
         "--deck", str(root / "deck"), "--policy", str(root / "warmstart"), *session.posargs,
     )  # fmt: skip
+
+
+# --- Dependency ranges and wheels, as a user outside the workspace gets them --------------------
+
+DIST = ROOT / "dist"
+#: The extras a member's tests exercise (`vllm` pins its own torch/transformers: never here).
+_SKIPPED_EXTRAS = frozenset({"vllm"})
+
+
+def _project(package: str) -> dict[str, object]:
+    project = tomllib.loads((MEMBERS[package] / "pyproject.toml").read_text())["project"]
+    assert isinstance(project, dict)
+    return project
+
+
+def _extras(package: str) -> list[str]:
+    optional = _project(package).get("optional-dependencies", {})
+    assert isinstance(optional, dict)
+    return sorted(set(optional) - _SKIPPED_EXTRAS)
+
+
+def _requirement_name(requirement: str) -> str:
+    name = requirement.split(";")[0]
+    for stop in "<>=!~[ ":
+        name = name.split(stop)[0]
+    return name.strip().lower().replace("_", "-")
+
+
+def _siblings(package: str) -> list[str]:
+    """The workspace members `package` needs, dependencies first (they are not on any index)."""
+    ordered: list[str] = []
+
+    def visit(name: str) -> None:
+        dependencies = _project(name).get("dependencies", [])
+        assert isinstance(dependencies, list)
+        for requirement in dependencies:
+            sibling = _requirement_name(str(requirement))
+            if sibling in MEMBERS and sibling not in ordered:
+                visit(sibling)
+                ordered.append(sibling)
+
+    visit(package)
+    return ordered
+
+
+def _with_extras(target: str, package: str) -> str:
+    extras = _extras(package)
+    return f"{target}[{','.join(extras)}]" if extras else target
+
+
+_TEST_TOOLS = ("pytest>=8.3", "hypothesis>=6.100")
+
+
+def _range_session(session: nox.Session, package: str, resolution: str) -> None:
+    """Install `package` (and the workspace members it needs) from source without the lock, at
+    `resolution`, then run its tests. Siblings come from their folders, never from an index."""
+    siblings = [str(MEMBERS[name]) for name in _siblings(package)]
+    session.install(
+        f"--resolution={resolution}",
+        *siblings,
+        _with_extras(str(MEMBERS[package]), package),
+        *_TEST_TOOLS,
+    )
+    # What the run actually tested against goes into the log, next to its result.
+    session.run("uv", "pip", "freeze", "--python", str(Path(session.bin) / "python"), external=True)
+    session.run("python", "-I", "-c", f"import {_module(package)}")
+    session.run("pytest", str(MEMBERS[package] / "tests"), *session.posargs)
+
+
+@nox.session(reuse_venv=False)
+@nox.parametrize("package", list(MEMBERS))
+def lowest(session: nox.Session, package: str) -> None:
+    """The member alone at the lowest versions its direct dependencies allow (uv's
+    `lowest-direct`: the floors of its own pyproject, transitive ones newest), with its tests."""
+    _range_session(session, package, "lowest-direct")
+
+
+@nox.session(reuse_venv=False)
+@nox.parametrize("package", list(MEMBERS))
+def newest(session: nox.Session, package: str) -> None:
+    """The member alone at the newest versions the index has today (no lock), with its tests."""
+    _range_session(session, package, "highest")
+
+
+def _version(package: str) -> str:
+    return str(_project(package)["version"])
+
+
+def _wheel_file(package: str) -> Path:
+    wheel = DIST / f"{_module(package)}-{_version(package)}-py3-none-any.whl"
+    if not wheel.is_file():
+        raise FileNotFoundError(f"{wheel.name} is not in {DIST}: run `uv run nox -s build` first")
+    return wheel
+
+
+_FENCE_PYTHON = "```python\n"
+
+
+def _example_blocks(package: str) -> list[str]:
+    """The python blocks of the README's `## Example…` sections, illustrations left out: the
+    quick-start a new user copies."""
+    blocks: list[str] = []
+    in_example = False
+    previous = ""
+    lines = iter((MEMBERS[package] / "README.md").read_text().splitlines(keepends=True))
+    for line in lines:
+        if line.startswith("## "):
+            in_example = line.startswith("## Example")
+        elif in_example and line == _FENCE_PYTHON and "illustration" not in previous:
+            code = []
+            for body in lines:
+                if body.startswith("```"):
+                    break
+                code.append(body)
+            blocks.append("".join(code))
+        if line.strip():
+            previous = line
+    return blocks
+
+
+#: Test files written to be copied out of the repository and run against installed wheels.
+_OUTSIDE_TESTS = ROOT / "integration_tests" / "outside"
+
+
+@nox.session(venv_backend="venv", reuse_venv=False)
+@nox.parametrize("package", list(MEMBERS))
+def wheel_alone(session: nox.Session, package: str) -> None:
+    """Install the member's wheel from dist/ into a fresh venv with plain pip, as its README's
+    "Install" section says (sibling wheels named by file, so no index copy of their names can
+    win), check the environment, and run the README's example blocks verbatim from an empty
+    directory. Then the test files in integration_tests/outside/ that use this member's public
+    testing kit run there too, copied out of the repository."""
+    wheels = [str(_wheel_file(name)) for name in _siblings(package)]
+    target = _with_extras(str(_wheel_file(package)), package)
+    session.run(
+        "python", "-m", "pip", "install", "--quiet", "--find-links", str(DIST), *wheels, target
+    )
+    session.run("python", "-m", "pip", "check")
+    outside = session.create_tmp()
+    for number, code in enumerate(_example_blocks(package)):
+        script = Path(outside) / f"example_{number}.py"
+        script.write_text(code)
+        with session.chdir(outside):
+            session.run("python", "-I", str(script))
+    kits = sorted(_OUTSIDE_TESTS.glob(f"test_{_module(package)}_*.py"))
+    if kits:
+        session.run("python", "-m", "pip", "install", "--quiet", *_TEST_TOOLS)
+        for kit in kits:
+            (Path(outside) / kit.name).write_text(kit.read_text())
+        with session.chdir(outside):
+            session.run(
+                "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", *[k.name for k in kits]
+            )
