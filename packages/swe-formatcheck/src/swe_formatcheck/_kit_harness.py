@@ -4,7 +4,7 @@ The strict rule is the oracle. A turn `check_turn` accepts must be read as exact
 a turn it rejects must not be executed at all. A lenient parser fails the second half: it runs
 a call out of a malformed turn, keeps the last of two duplicate parameters, reads a tag variant
 as markup, deletes special-token text from a value. Hypothesis draws the turns (the kit's
-strategies) and shrinks the first disagreement of each kind of turn to a small counterexample.
+strategies); the report keeps the shortest disagreement of each label of turn.
 """
 
 from __future__ import annotations
@@ -89,8 +89,9 @@ class ParserReport:
         turns_checked: turns handed to the parser (including those tried while shrinking).
         mismatched: turns on which the parser disagreed with the strict rule (with
             ``shrink=True``: one per kind that disagreed).
-        counterexamples: one disagreement per kind of turn (see `check_parser`); empty when
-            the parser agreed with the strict rule on every turn.
+        counterexamples: the shortest disagreement per label of turn (with ``shrink=True``: the
+            shrunk first one per kind), in the order found; empty when the parser agreed with
+            the strict rule on every turn.
     """
 
     dialect: DialectName
@@ -190,9 +191,10 @@ def check_parser(
 
     For each kind of turn in `kinds` (valid, near-miss, malformed, adversarial), draws up to
     `max_examples` turns of `dialect` and hands each raw text to `parse` (`ToolCallParser`).
-    The report keeps one counterexample per kind: the shortest disagreement found, or with
-    ``shrink=True`` the first one, shrunk by hypothesis to a minimal turn (smaller, slower). The
-    run is derandomized: the same parser gets the same report every time. Works anywhere
+    The report keeps the shortest disagreement found for each label of turn (``"valid"``,
+    ``"duplicate_parameter"``, ``"tag_variant_in_value"``, ...), or with ``shrink=True`` the
+    first disagreement of each kind, shrunk by hypothesis to a minimal turn (smaller, slower).
+    The run is derandomized: the same parser gets the same report every time. Works anywhere
     (returns a report); in pytest call ``check_parser(...).assert_ok()`` from a plain test
     function (not from inside another ``@given`` test).
 
@@ -228,18 +230,26 @@ def check_parser(
         search = _search(parse, strategy, max_examples, shrink=shrink)
         checked += search.tried
         mismatched += search.mismatched
-        if search.counterexample is not None:
-            found.append(search.counterexample)
+        found.extend(search.counterexamples)
     return ParserReport(dialect, checked, mismatched, tuple(found))
 
 
 @attrs.frozen
 class _Search:
-    """One kind's search: its counterexample (if any), turns tried and disagreements seen."""
+    """One kind's search: its counterexamples, turns tried and disagreements seen."""
 
-    counterexample: Counterexample | None
+    counterexamples: tuple[Counterexample, ...]
     tried: int
     mismatched: int
+
+
+def _shortest_per_label(seen: list[Counterexample]) -> tuple[Counterexample, ...]:
+    shortest: dict[str, Counterexample] = {}
+    for found in seen:
+        kept = shortest.get(found.turn.label)
+        if kept is None or len(found.turn.raw) < len(kept.turn.raw):
+            shortest[found.turn.label] = found
+    return tuple(shortest.values())
 
 
 def _search(
@@ -250,8 +260,8 @@ def _search(
     shrink: bool,
 ) -> _Search:
     """Draw up to `max_examples` turns. Without `shrink` every turn is tried and the shortest
-    disagreement kept; with it the first disagreement stops the search and hypothesis shrinks
-    it (smaller, but each shrink step draws and parses again)."""
+    disagreement of each label kept; with it the first disagreement stops the search and
+    hypothesis shrinks it (smaller, but each shrink step draws and parses again)."""
     seen: list[Counterexample] = []
     broken: list[ParserContractError] = []
     tried = 0
@@ -284,11 +294,10 @@ def _search(
     try:
         property_holds()
     except _DisagreementError:
-        return _Search(seen[-1], tried, 1)  # hypothesis replays the shrunk example last
+        return _Search((seen[-1],), tried, 1)  # hypothesis replays the shrunk example last
     if broken:
         raise broken[0]
-    shortest = min(seen, key=lambda found: len(found.turn.raw), default=None)
-    return _Search(shortest, tried, len(seen))
+    return _Search(_shortest_per_label(seen), tried, len(seen))
 
 
 def _check_arguments(

@@ -79,7 +79,10 @@ def _with_params(rewrite: Callable[[Base, str], str | None]) -> Rewrite:
 
 
 def _duplicate(base: Base, param: str) -> str:
-    return base.raw.replace("</function>", _param_block(base, param) + "</function>")
+    # A second, different value: lenient parsers keep the last, so `ls` becomes `rm -rf build`.
+    value = "rm -rf build" if base.call.arguments[param] != "rm -rf build" else "ls"
+    block = f"<parameter={param}>\n{value}\n</parameter>\n"
+    return base.raw.replace("</function>", block + "</function>")
 
 
 def _missing(base: Base) -> str | None:
