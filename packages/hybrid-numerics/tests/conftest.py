@@ -89,3 +89,20 @@ def tiny_qwen3_5_config(**overrides: object) -> object:
     }
     fields.update(overrides)
     return Qwen3_5TextConfig(**fields)
+
+
+def cache_kwargs(model: object, cache: object) -> dict[str, object]:
+    """``{keyword: cache}`` for ``model(...)``: ``cache`` from transformers 5.24 on,
+    ``past_key_values`` before."""
+    from hybrid_numerics._qwen3_5_compat import cache_keyword
+
+    return {cache_keyword(model): cache}
+
+
+def recurrent_state(cache: object, layer_idx: int) -> torch.Tensor:
+    """A layer's cached recurrent state, on every supported transformers cache layout."""
+    from hybrid_numerics._qwen3_5_compat import cached_states
+
+    state = cached_states(cache, layer_idx)[1]
+    assert state is not None, f"layer {layer_idx} has no cached recurrent state"
+    return state

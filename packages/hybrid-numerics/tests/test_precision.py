@@ -14,7 +14,7 @@ from hybrid_numerics import (
     precision_violations,
 )
 
-from .conftest import tiny_qwen3_5_config
+from .conftest import cache_kwargs, recurrent_state, tiny_qwen3_5_config
 
 
 class _Toy(nn.Module):
@@ -79,9 +79,9 @@ def test_bf16_qwen3_5_with_policy_runs_patched_forward_and_decode() -> None:
     with torch.no_grad():
         logits = model(ids, use_cache=False).logits
         cache = transformers.DynamicCache(config=model.config)
-        model(ids[:, :11], cache=cache, use_cache=True)
-        step = model(ids[:, 11:], cache=cache, use_cache=True).logits
+        model(ids[:, :11], use_cache=True, **cache_kwargs(model, cache))
+        step = model(ids[:, 11:], use_cache=True, **cache_kwargs(model, cache)).logits
     assert logits.dtype == torch.bfloat16
     assert torch.isfinite(logits.float()).all()
-    assert cache.get_recurrent_state(0).dtype == torch.float32
+    assert recurrent_state(cache, 0).dtype == torch.float32
     torch.testing.assert_close(step[:, -1].float(), logits[:, -1].float(), atol=0.1, rtol=0.05)

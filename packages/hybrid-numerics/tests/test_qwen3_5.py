@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import sys
 from typing import Any
 
 import pytest
@@ -16,8 +17,9 @@ from hybrid_numerics import (
     patched_config,
     unpatch_qwen3_5,
 )
+from hybrid_numerics import _qwen3_5 as qwen3_5_module
 
-from .conftest import rms_rel, tiny_qwen3_5_config
+from .conftest import cache_kwargs, recurrent_state, rms_rel, tiny_qwen3_5_config
 
 transformers = pytest.importorskip("transformers")
 
@@ -38,9 +40,9 @@ def ids() -> torch.Tensor:
 
 def _decode(model: Any, ids: torch.Tensor, prefill: int) -> tuple[torch.Tensor, Any]:
     cache = transformers.DynamicCache(config=model.config)
-    logits = [model(ids[:, :prefill], cache=cache, use_cache=True).logits]
+    logits = [model(ids[:, :prefill], use_cache=True, **cache_kwargs(model, cache)).logits]
     for t in range(prefill, ids.shape[1]):
-        logits.append(model(ids[:, t : t + 1], cache=cache, use_cache=True).logits)
+        logits.append(model(ids[:, t : t + 1], use_cache=True, **cache_kwargs(model, cache)).logits)
     return torch.cat(logits, dim=1), cache
 
 
@@ -60,7 +62,7 @@ def test_cached_decode_matches_unpatched_and_keeps_an_fp32_state(
     assert rms_rel(ours, theirs) < 1e-5
     assert rms_rel(ours, patched(ids, use_cache=False).logits) < 1e-5
     for _, layer in gdn_layers(patched):
-        assert cache.get_recurrent_state(layer.layer_idx).dtype == torch.float32
+        assert recurrent_state(cache, layer.layer_idx).dtype == torch.float32
 
 
 @torch.no_grad()
@@ -68,8 +70,8 @@ def test_multi_token_continuation_from_a_cache(models: Any, ids: torch.Tensor) -
     # An agent turn appends many observation tokens to a cached history at once.
     _, patched = models
     cache = transformers.DynamicCache(config=patched.config)
-    first = patched(ids[:, :30], cache=cache, use_cache=True).logits
-    rest = patched(ids[:, 30:], cache=cache, use_cache=True).logits
+    first = patched(ids[:, :30], use_cache=True, **cache_kwargs(patched, cache)).logits
+    rest = patched(ids[:, 30:], use_cache=True, **cache_kwargs(patched, cache)).logits
     full = patched(ids, use_cache=False).logits
     assert rms_rel(torch.cat([first, rest], dim=1), full) < 1e-5
 
@@ -99,11 +101,11 @@ def test_bf16_state_emulation_rounds_the_cached_state(models: Any, ids: torch.Te
     _, patched = models
     with patched_config(patched, cache_state_dtype=torch.bfloat16):
         _, cache = _decode(patched, ids[:, :20], prefill=10)
-    state = cache.get_recurrent_state(0)
+    state = recurrent_state(cache, 0)
     assert state.dtype == torch.float32
     assert torch.equal(state, state.bfloat16().float())  # every value is a bf16 value
     _, fp32_cache = _decode(patched, ids[:, :20], prefill=10)
-    assert not torch.equal(fp32_cache.get_recurrent_state(0), state)
+    assert not torch.equal(recurrent_state(fp32_cache, 0), state)
 
 
 @torch.no_grad()
@@ -171,3 +173,59 @@ def test_training_step_gradients_on_the_torch_path_match_float64() -> None:
     assert {"A_log", "dt_bias", "in_proj_a.weight"} <= {n.split("linear_attn.")[1] for n in gdn}
     for name in gdn:
         assert rms_rel(got[name], want[name]) <= 1e-5, (name, rms_rel(got[name], want[name]))
+
+
+_OWN_KERNELS = (
+    "chunk_gated_delta_rule",
+    "fused_recurrent_gated_delta_rule",
+    "torch_chunk_gated_delta_rule",
+    "torch_recurrent_gated_delta_rule",
+)
+
+
+@torch.no_grad()
+def test_every_layer_runs_our_kernels_and_matches_the_float64_model(
+    models: Any, ids: torch.Tensor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever the transformers version: the patch replaces every GDN layer (transformers' own
+    gated-delta kernels are never reached, ours are called once per layer per forward), and the
+    FP32 patched model - full forward and cached decode - equals the unpatched model run in
+    float64 to FP32 rounding."""
+    base, patched = models
+    reference = copy.deepcopy(base).double()
+    want = reference(ids, use_cache=False).logits
+    module = sys.modules[type(gdn_layers(patched)[0][1]).__module__]
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a patched layer reached transformers' own gated delta rule")
+
+    for name in _OWN_KERNELS:
+        if hasattr(module, name):
+            monkeypatch.setattr(module, name, refuse)
+    calls: list[str] = []
+    for name in ("chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule"):
+        ours = getattr(qwen3_5_module, name)
+        monkeypatch.setattr(qwen3_5_module, name, _counting(ours, name, calls))
+    full = patched(ids, use_cache=False).logits
+    assert calls == ["chunk_gated_delta_rule"] * 3
+    calls.clear()
+    decoded, _ = _decode(patched, ids[:, :72], prefill=70)
+    assert calls == ["chunk_gated_delta_rule"] * 3 + ["fused_recurrent_gated_delta_rule"] * 6
+    assert rms_rel(full, want) < 1e-6
+    assert rms_rel(decoded, want[:, :72]) < 1e-6
+
+
+def _counting(fn: Any, name: str, calls: list[str]) -> Any:
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(name)
+        return fn(*args, **kwargs)
+
+    return counted
+
+
+def test_unrecognised_layouts_are_refused_not_left_unpatched() -> None:
+    model = transformers.Qwen3_5ForCausalLM(tiny_qwen3_5_config()).eval()
+    del model.model.layers[1].linear_attn.in_proj_a  # a renamed / restructured projection
+    with pytest.raises(PatchError, match=r"unrecognised Gated DeltaNet layout.*layers\.1"):
+        patch_qwen3_5(model)
+    assert not any(hasattr(layer, "_hybrid_numerics_patch") for _, layer in gdn_layers(model))

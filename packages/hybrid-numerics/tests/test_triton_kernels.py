@@ -136,7 +136,7 @@ def test_patched_model_on_the_triton_backend_matches_the_torch_backend() -> None
     transformers = pytest.importorskip("transformers")
     from hybrid_numerics import patch_qwen3_5
 
-    from .conftest import tiny_qwen3_5_config
+    from .conftest import cache_kwargs, tiny_qwen3_5_config
 
     torch.manual_seed(0)
     model = transformers.Qwen3_5ForCausalLM(tiny_qwen3_5_config()).eval().to(DEVICE)
@@ -145,8 +145,11 @@ def test_patched_model_on_the_triton_backend_matches_the_torch_backend() -> None
     for backend in ("triton", "torch"):
         patch_qwen3_5(model, backend=backend)
         cache = transformers.DynamicCache(config=model.config)
-        steps = [model(ids[:, :66], cache=cache, use_cache=True).logits]
-        steps += [model(ids[:, t : t + 1], cache=cache, use_cache=True).logits for t in (66, 67)]
+        steps = [model(ids[:, :66], use_cache=True, **cache_kwargs(model, cache)).logits]
+        steps += [
+            model(ids[:, t : t + 1], use_cache=True, **cache_kwargs(model, cache)).logits
+            for t in (66, 67)
+        ]
         logits[backend] = torch.cat(steps, dim=1)
     assert rms_rel(logits["triton"], logits["torch"]) <= 1e-5
 

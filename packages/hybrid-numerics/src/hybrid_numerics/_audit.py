@@ -26,6 +26,7 @@ from torch import nn
 
 from hybrid_numerics._errors import PatchError
 from hybrid_numerics._qwen3_5 import is_patched, patched_config
+from hybrid_numerics._qwen3_5_compat import cache_keyword
 
 
 @dataclass(frozen=True)
@@ -161,14 +162,14 @@ def _engine_logprobs(
     per step from the cache. ``after_prefill`` runs between the two (a weight refresh)."""
     from transformers import DynamicCache  # the optional extra; only the audit needs it here
 
-    cache = DynamicCache(config=getattr(model, "config", None))
-    out = model(ids[:, :prefill_len], cache=cache, use_cache=True)
+    cache = {cache_keyword(model): DynamicCache(config=getattr(model, "config", None))}
+    out = model(ids[:, :prefill_len], use_cache=True, **cache)
     logits = [out.logits[:, -1:]]
     if after_prefill is not None:
         after_prefill()
         logits = []  # the token after the prefill was sampled under the old weights
     for t in range(prefill_len, ids.shape[1] - 1):
-        out = model(ids[:, t : t + 1], cache=cache, use_cache=True)
+        out = model(ids[:, t : t + 1], use_cache=True, **cache)
         logits.append(out.logits)
     first = prefill_len + (1 if after_prefill is not None else 0)
     return _token_logprobs(torch.cat(logits, dim=1), ids[:, first:])

@@ -20,7 +20,6 @@ unpatched one up to FP32 rounding. Only this model's layers change: no module gl
 
 from __future__ import annotations
 
-import sys
 import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -30,6 +29,7 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
+from hybrid_numerics import _qwen3_5_compat as compat
 from hybrid_numerics._api import Backend, chunk_gated_delta_rule, fused_recurrent_gated_delta_rule
 from hybrid_numerics._errors import PatchError
 
@@ -73,6 +73,42 @@ def _is_gdn_layer(m: nn.Module) -> bool:
     return common and (qwen3_5 or qwen3_next)
 
 
+def _checked_gdn_layers(model: nn.Module) -> list[tuple[str, nn.Module]]:
+    """The layers to patch; :class:`PatchError` when a layer would silently stay unpatched
+    (a Gated DeltaNet class whose attributes or module this patch does not recognise, or fewer
+    recognised layers than the config's ``linear_attention`` entries)."""
+    unknown = [
+        f"{name} ({type(m).__name__})"
+        for name, m in model.named_modules()
+        if type(m).__name__.endswith("GatedDeltaNet") and not _is_gdn_layer(m)
+    ]
+    if unknown:
+        raise PatchError(
+            f"unrecognised Gated DeltaNet layout (attributes changed?): {', '.join(unknown)}"
+        )
+    layers = gdn_layers(model)
+    if not layers:
+        raise PatchError(f"{type(model).__name__} has no Gated DeltaNet layer to patch")
+    for _, layer in layers:
+        compat.check_supported(layer)
+    expected = _configured_linear_layers(model)
+    if expected is not None and expected != len(layers):
+        raise PatchError(
+            f"the config declares {expected} linear_attention layers, {len(layers)} were found"
+        )
+    return layers
+
+
+def _configured_linear_layers(model: nn.Module) -> int | None:
+    """How many Gated DeltaNet layers the model's (text) config declares, if it says."""
+    config = getattr(model, "config", None)
+    config = getattr(config, "text_config", None) or config
+    layer_types = getattr(config, "layer_types", None)
+    if not isinstance(layer_types, list | tuple):
+        return None
+    return sum(1 for kind in layer_types if kind == "linear_attention")
+
+
 def patch_qwen3_5(
     model: nn.Module,
     *,
@@ -83,12 +119,12 @@ def patch_qwen3_5(
     many layers were patched. Idempotent (a second call only updates the configuration).
 
     Works on ``Qwen3_5ForCausalLM`` / ``Qwen3_5TextModel`` / ``Qwen3_5ForConditionalGeneration``,
-    the MoE variant and ``Qwen3Next*``; raises :class:`PatchError` if ``model`` has no such layer.
+    the MoE variant and ``Qwen3Next*`` of ``transformers`` 5.15 - 5.25; raises
+    :class:`PatchError` if ``model`` has no such layer, or a layer or ``transformers`` layout
+    it does not recognise (rather than leaving a layer silently unpatched).
     Undo with :func:`unpatch_qwen3_5`.
     """
-    layers = gdn_layers(model)
-    if not layers:
-        raise PatchError(f"{type(model).__name__} has no Gated DeltaNet layer to patch")
+    layers = _checked_gdn_layers(model)
     config = GDNPatchConfig(backend=backend, cache_state_dtype=cache_state_dtype)
     for _, layer in layers:
         if not hasattr(layer, _ORIGINAL_ATTR):
@@ -146,18 +182,17 @@ def _patched_forward(
     **kwargs: Any,
 ) -> torch.Tensor:
     state: _LayerState = getattr(self, _PATCH_ATTR)
-    ns = sys.modules[type(self).__module__]  # the layer's own conv / masking helpers
-    if cache is None:
+    if cache is None:  # ``cache_params`` before transformers 5.24
         cache = kwargs.pop("cache_params", None)
-    hidden_states = ns.apply_mask_to_padding_states(hidden_states, attention_mask)
+    kwargs.pop("cache_params", None)
+    hidden_states = compat.layer_module(self).apply_mask_to_padding_states(
+        hidden_states, attention_mask
+    )
     B, T, _ = hidden_states.shape
-    layer_idx = int(self.layer_idx)
-    conv_state = recurrent_state = None
-    if cache is not None:
-        conv_state = cache.get_conv_state(layer_idx, state_idx=0)
-        recurrent_state = cache.get_recurrent_state(layer_idx, state_idx=0)
+    compat.check_no_intermediate_states(cache, int(self.layer_idx))
+    conv_state, recurrent_state = compat.cached_states(cache, int(self.layer_idx))
     mixed_qkv, z, b, a = _project(self, hidden_states, B, T)
-    mixed_qkv = _convolve(self, ns, mixed_qkv.transpose(1, 2), cache, conv_state, T, kwargs)
+    mixed_qkv = compat.convolve(self, mixed_qkv.transpose(1, 2), cache, conv_state, kwargs)
     q, k, v = torch.split(
         mixed_qkv.transpose(1, 2), [self.key_dim, self.key_dim, self.value_dim], -1
     )
@@ -184,33 +219,6 @@ def _project(
         return mixed, z, b, a
     z = self.in_proj_z(h).reshape(B, T, -1, self.head_v_dim)
     return self.in_proj_qkv(h), z, self.in_proj_b(h), self.in_proj_a(h)
-
-
-def _convolve(
-    self: Any,
-    ns: types.ModuleType,
-    mixed_qkv: torch.Tensor,
-    cache: Any,
-    conv_state: torch.Tensor | None,
-    T: int,
-    kwargs: dict[str, Any],
-) -> torch.Tensor:
-    """The layer's short causal convolution, exactly as the unpatched forward runs it."""
-    weight = self.conv1d.weight.squeeze(1)
-    if conv_state is not None and T == 1 and not cache.is_recording_past(self.layer_idx):
-        out: torch.Tensor = ns.causal_conv1d_update(
-            mixed_qkv, conv_state, weight, self.conv1d.bias, self.activation
-        )
-        return out
-    if cache is not None:
-        mixed_qkv = cache.update_conv_state(
-            mixed_qkv, self.layer_idx, conv_kernel_size=self.conv_kernel_size
-        )
-    conv_kwargs = {k: v for k, v in kwargs.items() if k != "use_cache"}
-    out = ns.causal_conv1d_fn(
-        mixed_qkv, weight, self.conv1d.bias, activation=self.activation, **conv_kwargs
-    )
-    return out[:, :, -T:] if cache is not None else out
 
 
 def _mix(
@@ -267,8 +275,8 @@ class _GateArgs:
     ) -> _GDNResult:
         q, k, v, a, beta = inputs
         return fn(
-            q, k, v, a, beta, A_log=self.A_log, dt_bias=self.dt_bias, use_qk_l2norm=True,
-            backend=self.backend, **extra,
+            q, k, v, a, beta, A_log=self.A_log, dt_bias=self.dt_bias, use_gate_in_kernel=True,
+            use_qk_l2norm=True, backend=self.backend, **extra,
         )  # fmt: skip
 
 
