@@ -310,7 +310,8 @@ def cispo_loss(
         metrics: ``"full"`` (default: every metric of the README's table), ``"basic"`` (all
             but ω's quantiles, which need a sort) or ``"none"`` (an empty mapping; nothing
             computed). Values are computed on the device and copied to the host in one
-            transfer when first read (:class:`LossMetrics`); ω's quantiles also wait for it.
+            transfer when first read (:class:`LossMetrics`); ω's quantiles are sorted only when
+            an ``omega_p*`` key is first read.
 
     Returns:
         :class:`LossOutput` with the 0-d loss (dtype ``float32``, or ``float64`` for float64

@@ -3,8 +3,9 @@
 ``metrics="none"`` computes nothing. ``"basic"`` and ``"full"`` compute their scalars on the
 loss's device with sync-free ops (masked reductions, no boolean indexing), and :class:`LossMetrics`
 copies them to the host — all of them, in one transfer — only when a value is first read.
-``"full"`` adds ω's quantiles, and even those wait: the sort runs on the first read (or the first
-:meth:`LossMetrics.tensors` call), so a caller that never looks at them never pays for them.
+``"full"`` adds ω's quantiles, and even those wait: the sort runs on the first read of an
+``omega_p*`` key (or the first :meth:`LossMetrics.tensors` call), so a caller that never looks at
+them never pays for them.
 """
 
 from __future__ import annotations
@@ -45,12 +46,13 @@ class _PendingQuantiles:
 class LossMetrics(Mapping[str, float]):
     """The diagnostics of one loss call: a read-only ``Mapping[str, float]``, filled lazily.
 
-    Reading a value (``metrics["loss"]``, ``dict(metrics)``, ``metrics.get(...)``) copies every
-    metric to the host in one transfer — one device sync — the first time, and serves floats
-    from then on. Keys, ``len`` and ``in`` never touch the device. :meth:`tensors` gives the same
-    values as detached 0-d tensors on the loss's device without any copy (for an on-device
-    ``all_reduce``, say). Until the first copy the object holds the loss call's ω (one float64
-    per token, for ``"full"``'s quantiles); drop it, or read it, to free that.
+    Reading a value (``metrics["loss"]``, ``dict(metrics)``, ``metrics.get(...)``) copies the
+    scalars to the host in one transfer — one device sync — the first time, and serves floats
+    from then on; ω's quantiles (``"full"``) are sorted and copied, in a second transfer, on the
+    first read of an ``omega_p*`` key. Keys, ``len`` and ``in`` never touch the device.
+    :meth:`tensors` gives every value as a detached 0-d tensor on the loss's device without any
+    copy (for an on-device ``all_reduce``, say). Until its quantiles are computed a ``"full"``
+    mapping holds the call's ω (one float64 per token); drop it, or read them, to free that.
     """
 
     __slots__ = ("_floats", "_keys", "_pending", "_tensors")
@@ -69,22 +71,31 @@ class LossMetrics(Mapping[str, float]):
         """Whether the values have been copied to the host (by a read) yet."""
         return self._floats is not None
 
+    def _take_quantiles(self) -> dict[str, torch.Tensor]:
+        """Sort for the pending quantiles (once) and return them; ``{}`` when none are pending."""
+        if self._pending is None:
+            return {}
+        computed = self._pending.compute()
+        self._pending = None  # the sort has run: ω is no longer needed
+        self._tensors.update(computed)
+        return computed
+
     def tensors(self) -> dict[str, torch.Tensor]:
         """Every metric as a detached 0-d tensor on the loss's device; no host copy."""
-        if self._pending is not None:
-            self._tensors.update(self._pending.compute())
-            self._pending = None  # the sort has run: ω is no longer needed
+        self._take_quantiles()
         return dict(self._tensors)
 
-    def _host(self) -> dict[str, float]:
+    def _host(self, key: str) -> dict[str, float]:
         if self._floats is None:
-            self._floats = m.to_floats(self.tensors())
+            self._floats = m.to_floats(self._tensors)
+        if key not in self._floats:  # a quantile, not computed yet
+            self._floats.update(m.to_floats(self._take_quantiles()))
         return self._floats
 
     def __getitem__(self, key: str) -> float:
         if key not in self._keys:
             raise KeyError(key)
-        return self._host()[key]
+        return self._host(key)[key]
 
     def __contains__(self, key: object) -> bool:
         return key in self._keys
@@ -96,7 +107,7 @@ class LossMetrics(Mapping[str, float]):
         return len(self._keys)
 
     def __repr__(self) -> str:
-        return f"LossMetrics({self._host()!r})"
+        return f"LossMetrics({dict(self)!r})"
 
 
 @dataclass(frozen=True, slots=True)
