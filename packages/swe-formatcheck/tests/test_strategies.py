@@ -129,7 +129,8 @@ def test_the_seeded_generator_is_valid_about_half_of_the_time(dialect: str) -> N
 @given(adversarial_turns("qwen3_coder", reasoning="forbidden"))
 def test_adversarial_turns_keep_a_fixed_reasoning_mode(turn: GeneratedTurn) -> None:
     assert (turn.reasoning, turn.think_prefilled) == ("forbidden", False)
-    assert "<think>" not in turn.raw or Code.REASONING_FORBIDDEN in turn.verdict().codes
+    verdict = turn.verdict()
+    assert verdict.reasoning is None or not verdict.ok
 
 
 @pytest.mark.parametrize(
@@ -166,7 +167,7 @@ def test_the_strict_parser_passes(dialect: str) -> None:
 def test_a_parser_that_keeps_the_last_duplicate_is_caught() -> None:
     report = check_parser(_keeps_last_duplicate, kinds=["malformed"], max_examples=40)
     assert not report.ok
-    (found,) = report.counterexamples
+    (found,) = report.counterexamples  # one label: only duplicates are read leniently
     assert found.problem == "executed_rejected_turn"
     assert found.strict_codes == (Code.DUPLICATE_PARAMETER,)
     assert found.expected_call is None
@@ -177,16 +178,19 @@ def test_a_parser_that_keeps_the_last_duplicate_is_caught() -> None:
 
 def test_a_parser_that_ignores_text_outside_the_envelope_is_caught() -> None:
     report = check_parser(_accepts_text_outside, kinds=["malformed"], max_examples=60)
-    (found,) = report.counterexamples
-    assert found.problem == "executed_rejected_turn"
-    # Whatever lies outside the envelope: prose, or a stray tag (the shortest disagreement wins).
-    assert set(found.strict_codes) <= {Code.TEXT_BEFORE_CALL, Code.TEXT_AFTER_CALL, Code.STRAY_TAG}
-    assert found.turn.label in {"prose_before", "prose_after", "stray_close"}
+    assert report.counterexamples
+    outside = {Code.TEXT_BEFORE_CALL, Code.TEXT_AFTER_CALL, Code.STRAY_TAG}
+    for found in report.counterexamples:
+        assert found.problem == "executed_rejected_turn"
+        # Whatever lies outside the envelope: prose, or a stray tag after the call.
+        assert set(found.strict_codes) <= outside
+        assert found.turn.label in {"prose_before", "prose_after", "stray_close"}
+    assert report.mismatched >= len(report.counterexamples)
 
 
 def test_a_parser_that_reads_valid_turns_differently_is_caught() -> None:
     report = check_parser(_strips_values, kinds=["valid"], max_examples=40, shrink=True)
-    (found,) = report.counterexamples
+    (found,) = report.counterexamples  # shrink=True: the first disagreement, shrunk
     assert found.problem == "misread_valid_turn"
     assert found.strict_codes == ()
     assert found.expected_call is not None
