@@ -118,4 +118,8 @@ def test_missing_deck_or_policy_is_a_clear_error(
     capsys.readouterr()
     code = main(["rollout", "--deck", str(tmp_path / "d"), "--policy", str(tmp_path / "none")])
     assert code == 2
+    assert "--policy" in capsys.readouterr().err  # named before anything heavy loads
+    (tmp_path / "empty").mkdir()
+    code = main(["rollout", "--deck", str(tmp_path / "d"), "--policy", str(tmp_path / "empty")])
+    assert code == 2
     assert "tokenizer" in capsys.readouterr().err

@@ -18,16 +18,18 @@ DESCRIPTION = (
     "flow on one CPU machine: `deck build`, then `warmstart`, then `rollout` to check the "
     "warm-started policy, then `overfit` (the overfitting stress test), `evaluate` (warm start "
     "vs trained policy) and `compare`. Every long command stops cleanly on Ctrl-C or SIGTERM "
-    "(exit 130 / 143); bad input is one `error:` line and exit 2."
+    "(exit 130 / 143). Errors are one `arctic-swe: error:` line on stderr: exit 2 for a usage "
+    "error (bad arguments, a missing or invalid input path or config file), exit 1 when the "
+    "work itself failed."
 )
 
 
 class Parser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose usage errors are one line: ``error: ...`` and where to look
-    (sub-parsers are built with the parent's class, so every sub-command gets this)."""
+    """An ``ArgumentParser`` whose usage errors are one line, ``PROG: error: ...`` and where to
+    look (sub-parsers are built with the parent's class, so every sub-command gets this)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(USAGE_EXIT, f"error: {message} (see: {self.prog} --help)\n")
+        self.exit(USAGE_EXIT, f"{self.prog}: error: {message} (see: {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:

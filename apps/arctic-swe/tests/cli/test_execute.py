@@ -1,10 +1,16 @@
 """Tests for ``arctic_swe.cli._execute``: how every command ends. A table of bad inputs per
-sub-command gives one ``error:`` line and exit 2, with nothing created; SIGINT and SIGTERM stop
-a command with one line, exit 130 / 143, cleanup run and no traceback."""
+sub-command gives one ``arctic-swe: error:`` line and exit 2, with nothing created; a failure
+of the work itself gives one such line and exit 1; SIGINT and SIGTERM stop a command with one
+line, exit 130 / 143, cleanup run and no traceback."""
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import errno
+import io
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -12,8 +18,11 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from arctic_swe._cli import main
+from arctic_swe.cli._execute import CommandError, CommandFailedError, execute, runtime_errors
 from arctic_swe.deck import DeckConfig, write_deck
 
 BAD_TOML = "x = ["
@@ -48,9 +57,10 @@ BAD_INPUTS: list[tuple[list[str], str]] = [
     (["warmstart", "--deck", "afile"], "deck"),
     (["rollout", "--deck", "missing"], "no deck at missing"),
     (["rollout", "--deck", "notjson"], "unreadable deck manifest"),
-    (["rollout", "--deck", "deck", "--policy", "missing"], "no tokenizer.json in missing"),
+    (["rollout", "--deck", "deck", "--policy", "missing"], "--policy missing does not exist"),
     (["rollout", "--deck", "deck", "--trajectories", "/proc/x/y"], "cannot write /proc/x/y"),
-    (["evaluate", "missing", "--deck", "deck"], "no tokenizer.json in missing"),
+    (["evaluate", "missing", "--deck", "deck"], "POLICY missing does not exist"),
+    (["evaluate", "afile", "--deck", "deck"], "POLICY afile is not a directory"),
     (["evaluate", "deck", "--deck", "missing"], "no deck at missing"),
     (["evaluate", "deck", "--deck", "deck", "--out", "/nonexistent/x.jsonl"], "cannot write"),
     (["overfit", "--config", "missing.toml", "--run-dir", "r"], "cannot read missing.toml"),
@@ -83,7 +93,7 @@ def test_bad_input_is_one_error_line_and_exit_2(
     assert out == ""
     lines = err.splitlines()
     assert len(lines) == 1, err
-    assert lines[0].startswith("error: ")
+    assert lines[0].startswith("arctic-swe: error: ")
     assert message in lines[0]
     assert sorted(p.name for p in inputs.iterdir()) == before  # nothing created (no run "r")
 
@@ -110,7 +120,7 @@ def test_usage_errors_are_one_line_naming_the_help(
     assert excinfo.value.code == 2
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1, lines
-    assert lines[0].startswith("error: ")
+    assert re.match(r"arctic-swe( [a-z-]+)*: error: ", lines[0]), lines[0]  # PROG: error: ...
     assert lines[0].endswith("--help)")
 
 
@@ -124,6 +134,75 @@ def test_the_console_script_prints_no_traceback_on_bad_input(tmp_path: Path) -> 
         assert done.stderr.count("\n") == 1
         assert "Traceback" not in done.stderr
     assert not (tmp_path / "gone").exists()
+
+
+def _raising(exc: BaseException) -> argparse.Namespace:
+    """A namespace whose ``run`` raises ``exc`` (how a command's failure reaches ``execute``)."""
+
+    def run(args: argparse.Namespace) -> int:
+        raise exc
+
+    return argparse.Namespace(run=run)
+
+
+#: (what the command raised, exit code): the input's fault is 2, the work's fault is 1.
+ENDINGS: list[tuple[BaseException, int]] = [
+    (CommandError("no deck at d"), 2),
+    (FileNotFoundError(errno.ENOENT, "No such file or directory", "x.toml"), 2),
+    (NotADirectoryError(errno.ENOTDIR, "Not a directory", "afile/x"), 2),
+    (CommandFailedError("engine engine-0 died"), 1),
+    (OSError(errno.ENOSPC, "No space left on device", "ckpt"), 1),
+    (ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused"), 1),
+]
+
+
+@pytest.mark.parametrize(("raised", "code"), ENDINGS, ids=[repr(e) for e, _ in ENDINGS])
+def test_usage_errors_exit_2_and_runtime_failures_exit_1(
+    raised: BaseException, code: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = _raising(raised)
+    assert execute(args.run, args) == code
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("arctic-swe: error: ")
+
+
+def test_runtime_errors_turn_only_the_listed_types_into_failures() -> None:
+    with pytest.raises(CommandFailedError, match="trainer died"), runtime_errors(RuntimeError):
+        raise RuntimeError("trainer died")
+    with (
+        pytest.raises(ValueError, match="not listed"),
+        runtime_errors(RuntimeError),
+    ):  # a bug keeps its traceback
+        raise ValueError("not listed")
+
+
+#: Command paths of the parser; an unknown option anywhere after them is a usage error.
+COMMAND_PATHS = [
+    [], ["components"], ["deck", "build"], ["deck", "import", "rows.jsonl"], ["model", "init", "d"],
+    ["model", "check", "d"], ["warmstart"], ["rollout"], ["overfit"], ["evaluate", "p"],
+    ["compare", "r"], ["ablate"], ["serve"], ["cluster", "up", "c.toml"], ["cluster", "check", "c"],
+    ["train-worker", "--policy", "p", "--run-dir", "r"],
+]  # fmt: skip
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    path=st.sampled_from(COMMAND_PATHS),
+    flag=st.text(alphabet="abcxyz-_=0", min_size=1, max_size=8),
+    where=st.integers(min_value=0, max_value=6),
+)
+def test_a_bad_argv_never_exits_0_nor_shows_a_traceback(
+    path: list[str], flag: str, where: int
+) -> None:
+    argv = [*path]
+    argv.insert(min(where, len(argv)), f"--zz{flag}")  # no option of any command starts --zz
+    with pytest.raises(SystemExit) as exited, contextlib.redirect_stderr(io.StringIO()) as caught:
+        main(argv)
+    assert exited.value.code == 2
+    err = caught.getvalue()
+    assert "Traceback" not in err
+    assert re.match(r"arctic-swe( [a-z-]+)*: error: ", err.splitlines()[-1]), err
 
 
 # A command that holds a resource in an asyncio task, like the sandbox pool of a rollout.

@@ -46,7 +46,7 @@ def test_bad_input_is_one_error_line(
     (tmp_path / "busy" / "f").write_text("x")
     assert main([a.format(root=tmp_path) for a in argv]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("error: ")
+    assert err.startswith("arctic-swe: error: ")
     assert message in err
     assert len(err.splitlines()) == 1
 

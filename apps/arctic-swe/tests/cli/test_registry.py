@@ -11,6 +11,7 @@ import pytest
 
 from arctic_swe._cli import build_parser
 from arctic_swe.cli._registry import COMMAND_MODULES, commands, load_command
+from arctic_swe.deck import DeckConfig, write_deck
 
 #: What must not load before a command's ``run``: torch, transformers, plotting, and the app
 #: packages whose ``__init__`` pulls them in.
@@ -90,8 +91,12 @@ def test_help_version_and_usage_errors_import_nothing_heavy(
 
 
 def test_the_probe_sees_heavy_imports_when_a_command_needs_them(tmp_path: Path) -> None:
-    # The same probe on a command that loads torch reports it: the check above can fail.
-    result = _probe(["rollout", "--deck", str(tmp_path / "none")], tmp_path)
+    # The same probe on a command that loads torch reports it: the check above can fail. The
+    # paths pass the cheap checks (a real deck, an existing policy directory), so the missing
+    # tokenizer is found only by the loader, after torch.
+    write_deck(tmp_path / "deck", DeckConfig(seed=1, pool_size=2, heldout_size=0, warmstart_size=1))
+    (tmp_path / "policy").mkdir()
+    result = _probe(["rollout", "--deck", "deck", "--policy", "policy"], tmp_path)
     assert result["code"] == 2
     assert "torch" in result["after"]  # type: ignore[operator]
 

@@ -25,7 +25,7 @@ def _up(config: Path, run_dir: Path, capsys: pytest.CaptureFixture[str], *extra:
     err = capsys.readouterr().err.strip()
     assert code == 2
     assert len(err.splitlines()) == 1
-    assert err.startswith("error: ")
+    assert err.startswith("arctic-swe: error: ")
     assert not run_dir.exists()  # nothing written ...
     assert marked_pids(str(run_dir.resolve())) == []  # ... and nothing started
     return err
@@ -208,7 +208,7 @@ def test_docker_sandboxes_without_a_docker_engine(
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path / 'no-docker.sock'}")
     config = write_topology(tmp_path, checkpoint, sandbox='backend = "docker"\ncapacity = 2')
     err = _up(config, tmp_path / "run", capsys)
-    assert err.startswith("error: sandbox.backend = docker: ")
+    assert err.startswith("arctic-swe: error: sandbox.backend = docker: ")
 
 
 @pytest.mark.docker

@@ -169,5 +169,5 @@ def test_a_missing_rows_file_is_one_line_and_creates_nothing(
     code = main(["deck", "import", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "d")])
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"error: {tmp_path / 'nope.jsonl'}: no such file"]
+    assert err == [f"arctic-swe: error: ROWS {tmp_path / 'nope.jsonl'}: no such file"]
     assert not (tmp_path / "d").exists()

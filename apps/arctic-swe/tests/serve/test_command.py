@@ -34,7 +34,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 def test_a_missing_checkpoint_is_one_error_line(tmp_path: Path) -> None:
     done = _run("--model", str(tmp_path / "nowhere"), "--port", "0")
     assert done.returncode == 2
-    assert done.stderr.startswith("error: ")
+    assert done.stderr.startswith("arctic-swe: error: ")
     assert "not a checkpoint directory" in done.stderr
     assert done.stderr.count("\n") == 1
 

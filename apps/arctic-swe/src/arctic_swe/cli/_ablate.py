@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from arctic_swe.ablate import DEFAULT_VARIANTS, VARIANTS
-from arctic_swe.cli._execute import CommandInterruptedError, user_errors
+from arctic_swe.cli._execute import CommandInterruptedError, runtime_errors, user_errors
 from arctic_swe.cli._output import console
 from arctic_swe.cli._overfit import add_config_options, add_input_options
 from arctic_swe.cli._registry import Subparsers
@@ -73,10 +73,10 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     plan, base = _plan(args)  # every bad input fails here, before torch loads or a deck is built
     note = console(stderr=True)
-    from arctic_swe.cli._overfit import prepare_inputs, run_errors
+    from arctic_swe.cli._overfit import prepare_inputs, run_errors, run_failures
 
     where = ["while building the deck or the warm start"]
-    with user_errors(*run_errors()):
+    with user_errors(*run_errors()), runtime_errors(*run_failures()):
         try:
             # the deck and the warm start read only run.seed and the deck section, which no
             # variant changes, and the base config's seed (not --seeds'): every variant and

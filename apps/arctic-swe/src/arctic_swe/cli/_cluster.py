@@ -9,18 +9,24 @@ on SIGTERM and when any process dies. ``cluster check CONFIG`` runs only the che
 from __future__ import annotations
 
 import argparse
-import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from arctic_swe._argtypes import non_negative_int, positive_int
 from arctic_swe.cli._defaults import DEFAULT_DECK, DEFAULT_POLICY
-from arctic_swe.cli._execute import CommandError, CommandInterruptedError, user_errors
+from arctic_swe.cli._execute import (
+    FAILURE_EXIT,
+    CommandError,
+    CommandInterruptedError,
+    error,
+    user_errors,
+)
 from arctic_swe.cli._output import console
 from arctic_swe.cli._registry import Subparsers
 
 if TYPE_CHECKING:
-    from arctic_swe.cluster import ClusterConfig
+    from arctic_swe.cluster import ClusterConfig, UpOutcome
 
 
 def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
@@ -29,15 +35,18 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
         help="start every process of a run from one topology TOML (engines, trainer, loop)",
         description="One topology file describes the model, the engines (arctic-swe serve or "
         "vllm serve), the torchrun trainer, the sandboxes and the loop. Exit codes: 0 done, "
-        "2 bad config or failed check (nothing started), 3 an engine, 4 the trainer, 5 the "
-        "loop failed; 130/143 on Ctrl-C/SIGTERM. Every process is stopped on the way out.",
+        "2 bad config or failed check (nothing started), 1 an engine, the trainer or the loop "
+        "failed (the error line names it); 130/143 on Ctrl-C/SIGTERM. Every process is stopped "
+        "on the way out.",
     )
     commands = cluster.add_subparsers(dest="cluster_command", metavar="SUBCOMMAND")
     up = commands.add_parser(
         "up",
         help="check, start every process, run the loop, stop everything",
         description="Logs go to DIR/logs/<process>.log; the resolved topology, the loop's "
-        "config and the process table to DIR/cluster/; metrics to DIR/metrics.jsonl.",
+        "config and the process table to DIR/cluster/; metrics to DIR/metrics.jsonl. Ends "
+        "with a summary table: wall time, updates completed, the final pool evaluation and "
+        "where the metrics, plots and logs are.",
     )
     _topology_options(up)
     up.add_argument("--run-dir", required=True, help="run directory (must not hold a run)")
@@ -163,6 +172,7 @@ def _up(config: ClusterConfig, args: argparse.Namespace, model_dir: Path) -> int
     run_dir = Path(args.run_dir)
     plan = plan_cluster(config, run_dir, str(model_dir), resume=args.resume)
     note = console(stderr=True)
+    began = time.monotonic()
     try:
         outcome = asyncio.run(run_cluster(config, plan, run_dir, note))
     except KeyboardInterrupt:  # SIGINT or SIGTERM: every child was stopped on the way out
@@ -170,14 +180,22 @@ def _up(config: ClusterConfig, args: argparse.Namespace, model_dir: Path) -> int
             f"- every process of the cluster stopped; logs in {run_dir / 'logs'}; "
             f"resume with: {_resume_command(args)}"
         ) from None
+    _print_summary(run_dir, outcome, time.monotonic() - began, config.loop.run.updates)
     if outcome.code:
         hint = ""
         if (run_dir / "config.toml").exists():  # the loop got far enough to leave a run
             hint = f"; resume with: {_resume_command(args)}"
-        print(f"error: {outcome.message}{hint}", file=sys.stderr, flush=True)
-    else:
-        note.print(outcome.message)
-    return outcome.code
+        return error(f"{outcome.message}{hint}", code=FAILURE_EXIT)
+    return 0
+
+
+def _print_summary(run_dir: Path, outcome: UpOutcome, wall_seconds: float, planned: int) -> None:
+    """The end-of-run table on stdout (a failed run too: it says how far the run got)."""
+    from arctic_swe.cluster import cluster_summary, cluster_summary_table
+
+    result = outcome.message if not outcome.code else f"failed: {outcome.failed}"
+    summary = cluster_summary(run_dir, outcome=result, wall_seconds=wall_seconds, planned=planned)
+    console().print(cluster_summary_table(summary))
 
 
 def _resume_command(args: argparse.Namespace) -> str:

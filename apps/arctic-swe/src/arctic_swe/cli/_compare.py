@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from arctic_swe._argtypes import positive_int
+from arctic_swe.cli._checks import require_run_metrics
 from arctic_swe.cli._execute import CommandError, user_errors
 from arctic_swe.cli._output import console
 from arctic_swe.cli._registry import Subparsers
@@ -92,6 +93,7 @@ def health_rows(runs: Mapping[str, list[UpdateMetrics]]) -> list[RunHealth]:
 
 
 def run(args: argparse.Namespace) -> int:
+    require_run_metrics(args.runs)  # before the plotting stack loads
     from arctic_swe.metrics import (
         comparison_table,
         ending_windows,

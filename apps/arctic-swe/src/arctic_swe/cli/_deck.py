@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from arctic_swe._argtypes import non_negative_int, positive_int
+from arctic_swe.cli._checks import require_writable_directory
 from arctic_swe.cli._deck_import import add_import_parser, run_import
 from arctic_swe.cli._defaults import DEFAULT_DECK, TOKENIZER_DIR
 from arctic_swe.cli._execute import CommandError, user_errors
@@ -89,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
     ``deck import``: see :mod:`arctic_swe.cli._deck_import`."""
     if args.deck_command == "import":
         return run_import(args)
+    require_writable_directory(args.out, "the deck")  # before transformers loads
     from arctic_swe.chat import ChatError, save_tokenizer, train_tokenizer
     from arctic_swe.deck import DeckConfig, DeckError, write_deck
     from arctic_swe.harness import TINY_HARNESS

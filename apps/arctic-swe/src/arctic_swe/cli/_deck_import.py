@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from arctic_swe._argtypes import positive_int
-from arctic_swe.cli._execute import CommandError, user_errors
+from arctic_swe.cli._checks import require_directories, require_file, require_writable_directory
+from arctic_swe.cli._execute import runtime_errors, user_errors
 from arctic_swe.cli._output import console
 from arctic_swe.cli._registry import Subparsers
 
@@ -86,6 +87,10 @@ def add_import_parser(actions: Subparsers) -> None:
 
 def run_import(args: argparse.Namespace) -> int:
     """Import the rows, print one line per row and the summary table."""
+    require_file(args.rows, "ROWS")  # the paths first, before the heavy imports
+    require_writable_directory(args.out, "the deck")
+    if args.repo_dir is not None:
+        require_directories([args.repo_dir], "--repo-dir")
     from rich.table import Table
 
     from arctic_swe._progress import stage_progress
@@ -93,8 +98,6 @@ def run_import(args: argparse.Namespace) -> int:
     from swe_curate import CurateError
     from swe_sandbox import SandboxError
 
-    if not Path(args.rows).is_file():
-        raise CommandError(f"{args.rows}: no such file")
     options = ImportOptions(
         fmt=args.format,
         repo_dir=Path(args.repo_dir) if args.repo_dir else None,
@@ -104,7 +107,7 @@ def run_import(args: argparse.Namespace) -> int:
         build_env=args.build_env,
     )
     out = console()
-    with user_errors(DeckError, CurateError, SandboxError):
+    with user_errors(DeckError, CurateError), runtime_errors(SandboxError):
         backend = _backend(args.backend) if args.validate == "audit" else None
         with stage_progress(console(stderr=True)) as progress:
             bar = progress.add_task("import", total=None, info="")

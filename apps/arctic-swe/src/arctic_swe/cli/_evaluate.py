@@ -8,8 +8,9 @@ from pathlib import Path
 
 from arctic_swe._argtypes import non_negative_int, positive_int
 from arctic_swe._backends import sandbox_backend
+from arctic_swe.cli._checks import load_deck_first, require_directories
 from arctic_swe.cli._defaults import DEFAULT_DECK, SPLITS, add_rollout_options
-from arctic_swe.cli._execute import CommandError, user_errors
+from arctic_swe.cli._execute import CommandError, runtime_errors, user_errors
 from arctic_swe.cli._output import check_writable, console, print_json_line, solved_counter
 from arctic_swe.cli._registry import Subparsers
 
@@ -60,24 +61,31 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Sampled success of each policy on a deck split, with Wilson intervals, in one table."""
+    # the paths first: a typo must not wait for torch to load
+    require_directories(args.policies, "POLICY")
+    deck = load_deck_first(args.deck)
+    if args.out:
+        check_writable(args.out)
     import torch
 
     from arctic_swe._progress import stage_progress
     from arctic_swe.chat import ChatError
     from arctic_swe.config import RunConfigError
-    from arctic_swe.deck import DeckError, load_deck
+    from arctic_swe.deck import DeckError
+    from arctic_swe.engine import EngineError
     from arctic_swe.evaluate import evaluate_policy, evaluation_table, run_harness, run_pool_size
     from arctic_swe.harness import TINY_HARNESS, HarnessError
     from arctic_swe.model import PolicyError
     from arctic_swe.trainer import TrainerError
+    from swe_sandbox import SandboxError
 
-    if args.out:
-        check_writable(args.out)
     torch.set_num_threads(args.threads)
     note = console(stderr=True)
     results = []
-    with user_errors(ChatError, DeckError, HarnessError, PolicyError, RunConfigError, TrainerError):
-        deck = load_deck(args.deck)
+    with (
+        user_errors(ChatError, DeckError, HarnessError, PolicyError, RunConfigError),
+        runtime_errors(EngineError, SandboxError, TrainerError),
+    ):
         count = args.tasks
         if count is None and args.split == "pool":
             count = run_pool_size(args.policies)

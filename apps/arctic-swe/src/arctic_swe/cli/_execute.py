@@ -1,9 +1,12 @@
-"""How every ``arctic-swe`` command ends: its exit code, one line on bad input, one line on an
+"""How every ``arctic-swe`` command ends: its exit code, one line on an error, one line on an
 interrupt.
 
-* Bad input (a typed error of the app, a missing or unwritable file) prints ``error: ...`` on
-  one line to stderr and exits 2; an unexpected exception still shows its traceback, because
-  that is a bug to report.
+* The exit codes are those of every Arctic-SWE command line: 0 success, 2 a usage error (bad
+  arguments, a missing or invalid input path or config file the user named, a typed validation
+  error of the app), 1 a runtime failure (something failed while doing the work: an engine or
+  the trainer died, a sandbox could not run). Both print ``arctic-swe: error: ...`` on one line
+  to stderr; an unexpected exception still shows its traceback, because that is a bug to
+  report.
 * SIGINT and SIGTERM take the same path: SIGTERM (what schedulers send) is turned into the
   interrupt the running code already handles, so ``finally`` blocks and ``async with`` exits
   tear sandboxes and engines down. The command may re-raise it as :class:`CommandInterruptedError` to say
@@ -21,12 +24,26 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-#: Exit code of a bad-input error (argparse's usage errors use the same).
+#: The program name every error line starts with (``PROG: error: ...``, as argparse writes).
+PROG = "arctic-swe"
+
+#: Exit code of a usage error (argparse's own usage errors use the same).
 USAGE_EXIT = 2
+
+#: Exit code of a runtime failure: the input was fine, the work failed.
+FAILURE_EXIT = 1
+
+#: ``OSError`` subclasses that mean "the path the user named is wrong", a usage error; any other
+#: ``OSError`` (a full disk, a refused connection) is a runtime failure.
+_PATH_ERRORS = (FileNotFoundError, FileExistsError, NotADirectoryError, IsADirectoryError)
 
 
 class CommandError(Exception):
-    """Bad input to a command: printed as ``error: <message>`` on one line, exit 2."""
+    """Bad input to a command: printed as ``arctic-swe: error: <message>`` on one line, exit 2."""
+
+
+class CommandFailedError(Exception):
+    """The work of a command failed (not its input): one ``arctic-swe: error:`` line, exit 1."""
 
 
 class CommandInterruptedError(Exception):
@@ -41,6 +58,16 @@ def user_errors(*types: type[BaseException]) -> Iterator[None]:
         yield
     except types as exc:
         raise CommandError(str(exc)) from exc
+
+
+@contextmanager
+def runtime_errors(*types: type[BaseException]) -> Iterator[None]:
+    """Turn the listed exception types (failures while doing the work) into
+    :class:`CommandFailedError`."""
+    try:
+        yield
+    except types as exc:
+        raise CommandFailedError(str(exc)) from exc
 
 
 class _Signals:
@@ -73,18 +100,23 @@ def execute(run: Callable[[argparse.Namespace], int], args: argparse.Namespace) 
         return _interrupted(signals, "interrupted")
     except CommandError as exc:
         return error(str(exc))
-    except OSError as exc:  # missing input, unwritable output: name the file
+    except CommandFailedError as exc:
+        return error(str(exc), code=FAILURE_EXIT)
+    except _PATH_ERRORS as exc:  # a missing input, a file where a directory belongs: name it
         return error(_os_message(exc))
+    except OSError as exc:  # the machine failed the work (disk full, connection refused)
+        return error(_os_message(exc), code=FAILURE_EXIT)
     finally:
         if in_main:
             signal.signal(signal.SIGINT, previous[0])
             signal.signal(signal.SIGTERM, previous[1])
 
 
-def error(message: str) -> int:
-    """Print ``error: message`` as one unwrapped line on stderr; return the usage exit code."""
-    print(f"error: {' '.join(message.split())}", file=sys.stderr, flush=True)
-    return USAGE_EXIT
+def error(message: str, *, code: int = USAGE_EXIT) -> int:
+    """Print ``arctic-swe: error: message`` as one unwrapped line on stderr; return ``code``
+    (the usage exit code unless told otherwise)."""
+    print(f"{PROG}: error: {' '.join(message.split())}", file=sys.stderr, flush=True)
+    return code
 
 
 def _interrupted(signals: _Signals, line: str) -> int:

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from arctic_swe._argtypes import non_negative_int
+from arctic_swe.cli._checks import require_checkpoint, require_free_target
 from arctic_swe.cli._execute import CommandError, user_errors
 from arctic_swe.cli._output import console
 from arctic_swe.cli._registry import Subparsers
@@ -72,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _init(args: argparse.Namespace) -> int:
+    require_free_target(args.dir, force=args.force)  # before torch and transformers load
     from arctic_swe.chat import ChatError
     from arctic_swe.model import PolicyError, init_checkpoint
 
@@ -90,6 +92,7 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def _check(directory: Path) -> int:
+    require_checkpoint(directory)  # the layout, before torch and transformers load
     from rich.table import Table
 
     from arctic_swe.chat import ChatError, chat_format, load_tokenizer

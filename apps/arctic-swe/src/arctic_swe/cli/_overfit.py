@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from arctic_swe._argtypes import positive_int
 from arctic_swe.cli._defaults import ABLATIONS, DEFAULT_DECK, DEFAULT_POLICY, DEFAULT_RUN_DIR
-from arctic_swe.cli._execute import CommandInterruptedError, user_errors
+from arctic_swe.cli._execute import CommandInterruptedError, runtime_errors, user_errors
 from arctic_swe.cli._output import console
 from arctic_swe.cli._registry import Subparsers
 
@@ -142,20 +142,30 @@ def _open_run(args: argparse.Namespace) -> tuple[RunDir, RunConfig]:
 
 
 def run_errors() -> tuple[type[Exception], ...]:
-    """The typed errors a stress-test run reports as one ``error:`` line (imports torch)."""
+    """The typed input errors a stress-test run reports as one ``error:`` line and exit 2: a
+    deck, policy, tokenizer, config or run directory it cannot use (imports torch)."""
     from arctic_swe.chat import ChatError
     from arctic_swe.config import RunConfigError, RunDirError
     from arctic_swe.deck import DeckError
     from arctic_swe.metrics import MetricsError
     from arctic_swe.model import PolicyError
     from arctic_swe.orchestrator import SetupError
-    from arctic_swe.trainer import TrainerError
     from arctic_swe.warmstart import WarmStartError
 
     return (
         ChatError, DeckError, MetricsError, PolicyError, RunConfigError, RunDirError,
-        SetupError, TrainerError, WarmStartError,
+        SetupError, WarmStartError,
     )  # fmt: skip
+
+
+def run_failures() -> tuple[type[Exception], ...]:
+    """The typed failures of the work itself (an engine, the trainer, a sandbox), reported
+    as one ``error:`` line and exit 1 (imports torch)."""
+    from arctic_swe.engine import EngineError
+    from arctic_swe.trainer import TrainerError
+    from swe_sandbox import SandboxError
+
+    return EngineError, SandboxError, TrainerError
 
 
 def prepare_inputs(
@@ -191,7 +201,7 @@ def _train(args: argparse.Namespace, run_dir: RunDir, config: RunConfig) -> int:
 
     note = console(stderr=True)
     stage = ["while building the deck"]
-    with user_errors(*run_errors()):
+    with user_errors(*run_errors()), runtime_errors(*run_failures()):
         try:
             inputs = prepare_inputs(args, config, note, on_stage=lambda now: stage.append(now))
             stage.append("")

@@ -7,13 +7,14 @@ from pathlib import Path
 
 from arctic_swe._argtypes import non_negative_int, positive_int
 from arctic_swe._backends import sandbox_backend
+from arctic_swe.cli._checks import load_deck_first, require_directories
 from arctic_swe.cli._defaults import (
     DEFAULT_DECK,
     DEFAULT_POLICY,
     SPLITS,
     add_rollout_options,
 )
-from arctic_swe.cli._execute import user_errors
+from arctic_swe.cli._execute import runtime_errors, user_errors
 from arctic_swe.cli._output import check_writable, console, print_json_line, solved_counter
 from arctic_swe.cli._registry import Subparsers
 
@@ -64,22 +65,29 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Sample rollouts of the policy on deck tasks; print trajectories and the summary."""
+    # the paths first: a typo must not wait for torch to load
+    deck = load_deck_first(args.deck)
+    if args.trajectories:
+        check_writable(args.trajectories)
+    require_directories([args.policy], "--policy")
     import asyncio
 
     import torch
 
     from arctic_swe._progress import stage_progress
     from arctic_swe.chat import ChatError
-    from arctic_swe.deck import DeckError, load_deck
+    from arctic_swe.deck import DeckError
+    from arctic_swe.engine import EngineError
     from arctic_swe.evaluate import policy_engine, sample_rollouts
     from arctic_swe.harness import HarnessError, summary, summary_table, trajectory_view
     from arctic_swe.model import PolicyError
+    from swe_sandbox import SandboxError
 
-    if args.trajectories:
-        check_writable(args.trajectories)
     torch.set_num_threads(args.threads)
-    with user_errors(ChatError, DeckError, HarnessError, PolicyError):
-        deck = load_deck(args.deck)
+    with (
+        user_errors(ChatError, DeckError, HarnessError, PolicyError),
+        runtime_errors(EngineError, SandboxError),
+    ):
         tasks = [task.spec for task in deck.split(args.split)[: args.tasks]]
         _, tokenizer, engine = policy_engine(
             args.policy, len(tasks), workers=args.workers, seed=args.seed

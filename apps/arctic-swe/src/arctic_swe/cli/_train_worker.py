@@ -91,13 +91,8 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Join the torchrun job, serve (rank 0) or follow (other ranks) until shutdown."""
-    import asyncio
-
+    # the inputs first, with light imports only: a typo must not wait for torch to load
     from arctic_swe.config import RunConfig, RunConfigError, load_toml
-    from arctic_swe.distributed._errors import TrainerCheckpointError
-    from arctic_swe.distributed._service import serve
-    from arctic_swe.distributed._worker import WorkerOptions, start_worker, stop_worker
-    from arctic_swe.model import PolicyError
 
     policy = Path(args.policy)
     if not (policy / "config.json").is_file():
@@ -106,6 +101,13 @@ def run(args: argparse.Namespace) -> int:
         config = load_toml(args.config) if args.config else RunConfig()
     except RunConfigError as exc:
         raise CommandError(str(exc)) from exc
+    import asyncio
+
+    from arctic_swe.distributed._errors import TrainerCheckpointError
+    from arctic_swe.distributed._service import serve
+    from arctic_swe.distributed._worker import WorkerOptions, start_worker, stop_worker
+    from arctic_swe.model import PolicyError
+
     options = WorkerOptions(
         policy=policy,
         config=config,

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from arctic_swe._argtypes import non_negative_int, positive_float, positive_int
+from arctic_swe.cli._checks import load_deck_first
 from arctic_swe.cli._defaults import (
     DEFAULT_DECK,
     DEFAULT_POLICY,
@@ -14,7 +15,7 @@ from arctic_swe.cli._defaults import (
     WARMSTART_TASKS,
     WARMSTART_WORKERS,
 )
-from arctic_swe.cli._execute import CommandInterruptedError, user_errors
+from arctic_swe.cli._execute import CommandInterruptedError, runtime_errors, user_errors
 from arctic_swe.cli._output import console
 from arctic_swe.cli._registry import Subparsers
 
@@ -84,10 +85,11 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Expert trajectories on the warm-start split, SFT, checkpoint."""
+    deck = load_deck_first(args.deck)  # before torch loads: a typo is answered at once
     import torch
 
     from arctic_swe.chat import ChatError, load_tokenizer
-    from arctic_swe.deck import DeckError, load_deck
+    from arctic_swe.deck import DeckError
     from arctic_swe.model import PolicyError
     from arctic_swe.trainer import TrainerError
     from arctic_swe.warmstart import (
@@ -97,11 +99,13 @@ def run(args: argparse.Namespace) -> int:
         staging_dir,
         warm_start_live,
     )
-    from swe_sandbox import NamespaceBackend
+    from swe_sandbox import NamespaceBackend, SandboxError
 
     torch.set_num_threads(args.threads)
-    with user_errors(ChatError, DeckError, PolicyError, TrainerError, WarmStartError):
-        deck = load_deck(args.deck)
+    with (
+        user_errors(ChatError, DeckError, PolicyError, WarmStartError),
+        runtime_errors(SandboxError, TrainerError),
+    ):
         tokenizer = load_tokenizer(Path(args.deck) / TOKENIZER_DIR)
         tasks = deck.split("warmstart")[: args.tasks]
         sft = SFTConfig(steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed)

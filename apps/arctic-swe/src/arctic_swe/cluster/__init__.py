@@ -9,6 +9,7 @@ completion, interrupt or the death of any one.
 from arctic_swe.cluster._loop_child import run_loop
 from arctic_swe.cluster._plan import ClusterPlan, ProcessSpec, plan_cluster
 from arctic_swe.cluster._preflight import PreflightError, preflight
+from arctic_swe.cluster._summary import ClusterSummary, cluster_summary, cluster_summary_table
 from arctic_swe.cluster._supervise import MARKER, marked_pids
 from arctic_swe.cluster._topology import (
     ClusterConfig,
@@ -22,14 +23,15 @@ from arctic_swe.cluster._topology import (
     load_cluster,
     with_overrides,
 )
-from arctic_swe.cluster._up import EXIT_CODES, UpOutcome, run_cluster
+from arctic_swe.cluster._up import FAILURE_EXIT, UpOutcome, run_cluster
 
 __all__ = [
-    "EXIT_CODES",
+    "FAILURE_EXIT",
     "MARKER",
     "ClusterConfig",
     "ClusterConfigError",
     "ClusterPlan",
+    "ClusterSummary",
     "EnginesSpec",
     "ModelSpec",
     "PreflightError",
@@ -38,6 +40,8 @@ __all__ = [
     "TrainerSpec",
     "UpOutcome",
     "cluster_from_mapping",
+    "cluster_summary",
+    "cluster_summary_table",
     "cluster_to_toml",
     "load_cluster",
     "marked_pids",

@@ -6,9 +6,9 @@ configuration with the engines' URLs and the trainer's URL — and starts the or
 (``arctic-swe cluster loop``) as the last child. The run ends when the loop exits: 0 is
 success; any child exiting before that stops the rest.
 
-Exit codes: 0 done; 2 bad configuration or a failed preflight (nothing started); 3 an engine,
-4 the trainer, 5 the loop failed (the message names the process and its log); 130 / 143 on
-SIGINT / SIGTERM (the ``arctic-swe`` convention).
+Exit codes (those of every ``arctic-swe`` command): 0 done; 2 bad configuration or a failed
+preflight (nothing started); 1 an engine, the trainer or the loop failed (the message names the
+process and its log, :attr:`UpOutcome.failed` its role); 130 / 143 on SIGINT / SIGTERM.
 """
 
 from __future__ import annotations
@@ -29,16 +29,23 @@ from arctic_swe.cluster._topology import ClusterConfig, cluster_to_toml
 from arctic_swe.config import RunConfig, to_toml
 from arctic_swe.config._schema import TrainerSection
 
-#: Exit code of a failed child, by role.
-EXIT_CODES = {"engine": 3, "trainer": 4, "loop": 5}
+#: Exit code of a run one of whose processes failed (a runtime failure, not a usage error).
+FAILURE_EXIT = 1
 
 
 @attrs.frozen
 class UpOutcome:
-    """How a cluster run ended: the exit code and the one line that says why."""
+    """How a cluster run ended: the exit code, the one line that says why and, when a process
+    failed, its role (``engine``, ``trainer`` or ``loop``)."""
 
     code: int
     message: str
+    failed: str = ""
+
+    @classmethod
+    def failure(cls, child: Child, message: str) -> UpOutcome:
+        """The outcome of a run stopped because ``child`` failed."""
+        return cls(FAILURE_EXIT, message, child.spec.role)
 
 
 def remote_trainer_supported() -> bool:
@@ -86,7 +93,7 @@ async def run_cluster(
                     return await _run(config, plan, supervisor, view, folder)
                 except ChildFailedError as exc:
                     view.event(f"stopping the cluster: {exc}")
-                    return UpOutcome(EXIT_CODES[exc.child.spec.role], str(exc))
+                    return UpOutcome.failure(exc.child, str(exc))
     finally:  # after every process stopped: the table records their exit codes
         _write_processes(folder, supervisor.children)
 
@@ -110,7 +117,7 @@ async def _run(
     if plan.loop is None:  # a trainer-only node (node_rank > 0): run until its ranks end
         ended = await supervisor.first_exit(started)
         if ended.process.returncode == 0:
-            return UpOutcome(0, f"trainer ranks finished; logs in {ended.log.parent}")
+            return UpOutcome(0, "done: the trainer ranks finished")
         return _ended(ended)
     engine_urls = [*urls[: len(servers)]] or list(config.engines.urls)
     trainer_url = urls[-1] if trainer is not None else ""
@@ -154,8 +161,8 @@ async def _ready(supervisor: Supervisor, child: Child, timeout: float, view: Clu
 def _ended(child: Child) -> UpOutcome:
     """The outcome once ``child`` exited first: success only for a loop that exited 0."""
     if child.spec.role == "loop" and child.process.returncode == 0:
-        return UpOutcome(0, f"done; logs in {child.log.parent}")
-    return UpOutcome(EXIT_CODES[child.spec.role], child.describe_exit())
+        return UpOutcome(0, "done: the loop finished")
+    return UpOutcome.failure(child, child.describe_exit())
 
 
 def _write_processes(folder: Path, children: list[Child]) -> None:
