@@ -166,6 +166,7 @@ def ours(kind: str) -> Callable[..., tuple[torch.Tensor, torch.Tensor | None]]:
             initial_state=h0,
             output_final_state=True,
             use_qk_l2norm=True,
+            use_gate_in_kernel=a_log is not None,
             A_log=a_log,
             dt_bias=dt_bias,
             backend="torch",

@@ -122,8 +122,9 @@ def test_fused_gate_gradients_reach_A_log_and_dt_bias() -> None:
         params = tuple(t.detach().to(dtype).requires_grad_() for t in (a, A_log, dt_bias))
         if fused:
             o, _ = chunk_gated_delta_rule(
-                y.q, y.k, y.v, params[0], y.beta, A_log=params[1], dt_bias=params[2]
-            )
+                y.q, y.k, y.v, params[0], y.beta, use_gate_in_kernel=True, A_log=params[1],
+                dt_bias=params[2],
+            )  # fmt: skip
         else:
             g = gdn_gate(*params)
             o, _ = reference_gated_delta_rule(y.q, y.k, y.v, g, y.beta)
@@ -300,7 +301,8 @@ def test_fused_gate_gradients_under_strong_decay_match_float64() -> None:
         params = tuple(t.detach().to(dtype).requires_grad_() for t in (a, A_log, dt_bias))
         if fused:
             o, _ = chunk_gated_delta_rule(
-                y.q, y.k, y.v, params[0], y.beta, A_log=params[1], dt_bias=params[2],
+                y.q, y.k, y.v, params[0], y.beta, use_gate_in_kernel=True, A_log=params[1],
+                dt_bias=params[2],
                 initial_state=y.h0, use_qk_l2norm=True,
             )  # fmt: skip
         else:

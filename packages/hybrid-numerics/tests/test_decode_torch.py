@@ -186,7 +186,7 @@ def test_decode_step_is_the_cached_call_bit_for_bit_and_matches_the_oracle(
     via_api = pool.clone()
     o_api, _ = fused_recurrent_gated_delta_rule(
         x.q, x.k, x.v, g, x.beta, state_cache=via_api, state_indices=torch.arange(1, B + 1),
-        use_qk_l2norm=l2, **gate,
+        use_qk_l2norm=l2, use_gate_in_kernel=fused_gate, **gate,
     )  # fmt: skip
     direct = pool.clone()
     o = gated_delta_decode_step_(

@@ -37,7 +37,8 @@ def test_triton_fused_gate_gradients_reach_A_log_and_dt_bias() -> None:
         params = tuple(t.detach().to(device, dtype).requires_grad_() for t in (a, A_log, dt_bias))
         if fused:
             o, s = chunk_gated_delta_rule(
-                y.q, y.k, y.v, params[0], y.beta, A_log=params[1], dt_bias=params[2],
+                y.q, y.k, y.v, params[0], y.beta, use_gate_in_kernel=True, A_log=params[1],
+                dt_bias=params[2],
                 initial_state=y.h0, output_final_state=True, use_qk_l2norm=True, backend="triton",
             )  # fmt: skip
         else:

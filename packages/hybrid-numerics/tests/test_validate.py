@@ -50,7 +50,7 @@ CORRUPTIONS: dict[str, tuple[Callable[[Args], None], str]] = {
     "g shape": (_set("g", lambda a: _t(a, "g")[:, :, :2].contiguous()), "g must have shape"),
     "beta rank": (_set("beta", lambda a: _t(a, "beta")[..., None]), "beta must have rank 3"),
     "int q": (_set("q", lambda a: _t(a, "q").long()), "q has dtype"),
-    "mixed dtypes": (_set("v", lambda a: _t(a, "v").double()), "dtypes differ"),
+    "int v": (_set("v", lambda a: _t(a, "v").long()), "v has dtype"),
     "non-contiguous k": (_set("k", lambda a: _t(a, "k").transpose(2, 3)), "contiguous"),
     "not a tensor": (_set("beta", lambda a: 0.5), "must be a torch.Tensor"),
     "bf16 state": (
@@ -70,8 +70,18 @@ CORRUPTIONS: dict[str, tuple[Callable[[Args], None], str]] = {
     "negative scale": (_set("scale", lambda a: -1.0), "scale must be"),
     "nan scale": (_set("scale", lambda a: float("nan")), "scale must be"),
     "bad backend": (_set("backend", lambda a: "cuda"), "backend must be"),
-    "dt_bias alone": (_set("dt_bias", lambda a: torch.zeros(4)), "dt_bias needs A_log"),
-    "A_log shape": (_set("A_log", lambda a: torch.zeros(3)), "A_log must have shape"),
+    "dt_bias alone": (_set("dt_bias", lambda a: torch.zeros(4)), "dt_bias given without"),
+    "A_log without the flag": (_set("A_log", lambda a: torch.zeros(4)), "A_log given without"),
+    "gate flag without A_log": (_set("use_gate_in_kernel", lambda a: True), "needs A_log"),
+    "A_log shape": (
+        lambda a: a.update(A_log=torch.zeros(3), use_gate_in_kernel=True),
+        "A_log must have shape",
+    ),
+    "bf16 state, fla layout": (
+        lambda a: a.update(initial_state=torch.zeros(1, 4, 4, 8).bfloat16(), state_v_first=True),
+        "initial_state has dtype",
+    ),
+    "neg eigval without sigmoid": (_set("allow_neg_eigval", lambda a: True), "requires"),
 }
 
 

@@ -132,7 +132,8 @@ def gated_delta_decode_step_(
         slots = torch.arange(q.shape[0], device=q.device)
         o, _ = fused_recurrent_gated_delta_rule(
             q[:, None], k[:, None], v[:, None], g[:, None], beta[:, None], scale=scale_value,
-            use_qk_l2norm=use_qk_l2norm, A_log=A_log, dt_bias=dt_bias, state_cache=state,
+            use_qk_l2norm=use_qk_l2norm, use_gate_in_kernel=A_log is not None, A_log=A_log,
+            dt_bias=dt_bias, state_cache=state,
             state_indices=slots, validate=False,
         )  # fmt: skip
         return o[:, 0]

@@ -75,12 +75,15 @@ def validate_gdn_inputs(
     cu_seqlens: torch.Tensor | None,
     gate_params: tuple[torch.Tensor, torch.Tensor | None] | None = None,
     host_checks: bool = True,
+    cu_seqlens_host: torch.Tensor | None = None,
 ) -> GDNShapes:
     """Check ranks, head grouping, dtypes, devices, contiguity and ``cu_seqlens``; return the sizes.
 
     Layout (fla's): ``q, k: [B, T, H, K]``, ``v: [B, T, HV, V]`` with ``HV % H == 0``,
     ``g, beta: [B, T, HV]``, state ``[N, HV, K, V]``. ``host_checks=False`` skips the checks
     that read ``cu_seqlens``' values (a device-to-host copy, i.e. a sync on CUDA).
+    ``cu_seqlens_host``: a CPU copy of ``cu_seqlens`` (fla's ``cu_seqlens_cpu``); its values are
+    checked (free) and planned with instead of copying ``cu_seqlens`` to the host.
     """
     _check_tensor("q", q, 4, ACTIVATION_DTYPES)
     _check_tensor("k", k, 4, ACTIVATION_DTYPES)
@@ -119,7 +122,7 @@ def validate_gdn_inputs(
     N = B
     offsets = None
     if cu_seqlens is not None:
-        offsets = _validate_cu_seqlens(cu_seqlens, B, T, host_checks)
+        offsets = _validate_cu_seqlens(cu_seqlens, B, T, host_checks, cu_seqlens_host)
         N = cu_seqlens.numel() - 1
         tensors["cu_seqlens"] = cu_seqlens
     if initial_state is not None:
@@ -140,14 +143,30 @@ def validate_gdn_inputs(
 
 
 def _validate_cu_seqlens(
-    cu_seqlens: torch.Tensor, B: int, T: int, host_checks: bool
+    cu_seqlens: torch.Tensor,
+    B: int,
+    T: int,
+    host_checks: bool,
+    host: torch.Tensor | None = None,
 ) -> tuple[int, ...] | None:
     _check_tensor("cu_seqlens", cu_seqlens, 1, INDEX_DTYPES)
     _require(B == 1, f"with cu_seqlens the batch must be packed into B=1, got B={B}")
     _require(cu_seqlens.numel() >= 2, "cu_seqlens needs at least two entries [0, ..., T]")
-    if not host_checks:
+    if host is not None:
+        _check_tensor("cu_seqlens_cpu", host, 1, INDEX_DTYPES)
+        _require(host.device.type == "cpu", f"cu_seqlens_cpu must be on the CPU, got {host.device}")
+        _require(
+            host.numel() == cu_seqlens.numel(),
+            f"cu_seqlens_cpu has {host.numel()} entries, cu_seqlens {cu_seqlens.numel()}",
+        )
+        if host_checks and cu_seqlens.device.type == "cpu":  # comparing costs no sync here
+            _require(torch.equal(host, cu_seqlens), "cu_seqlens_cpu differs from cu_seqlens")
+        source = host  # reading it costs no device sync: always checked
+    elif not host_checks:
         return None
-    offsets = [int(x) for x in cu_seqlens.tolist()]  # host copy (the chunk path plans with it)
+    else:
+        source = cu_seqlens
+    offsets = [int(x) for x in source.tolist()]  # host copy (the chunk path plans with it)
     _require(offsets[0] == 0, f"cu_seqlens must start at 0, got {offsets[0]}")
     _require(offsets[-1] == T, f"cu_seqlens must end at T={T}, got {offsets[-1]}")
     steps = [b - a for a, b in itertools.pairwise(offsets)]

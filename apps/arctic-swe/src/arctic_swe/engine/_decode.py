@@ -161,7 +161,12 @@ def _gated_delta_net(
     k = k.reshape(n_seq, 1, -1, mod.head_k_dim).contiguous()
     v = v.reshape(n_seq, 1, -1, mod.head_v_dim).contiguous()
     beta = b.sigmoid()[:, None]  # [B, 1, HV], a fresh contiguous tensor
-    gate = {"A_log": mod.A_log, "dt_bias": mod.dt_bias, "use_qk_l2norm": True}
+    gate = {
+        "use_gate_in_kernel": True,
+        "A_log": mod.A_log,
+        "dt_bias": mod.dt_bias,
+        "use_qk_l2norm": True,
+    }
     # The pool itself: hybrid-numerics updates consecutive slots in place through a view and
     # gathers/scatters only scattered ones (no fresh state buffer, no copy back).
     o, _ = fused_recurrent_gated_delta_rule(

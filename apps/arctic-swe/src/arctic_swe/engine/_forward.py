@@ -119,7 +119,12 @@ def _gated_delta_net(
     q = q.reshape(n_seq, width, -1, mod.head_k_dim)
     k = k.reshape(n_seq, width, -1, mod.head_k_dim)
     v = v.reshape(n_seq, width, -1, mod.head_v_dim)
-    gate = {"A_log": mod.A_log, "dt_bias": mod.dt_bias, "use_qk_l2norm": True}
+    gate = {
+        "use_gate_in_kernel": True,
+        "A_log": mod.A_log,
+        "dt_bias": mod.dt_bias,
+        "use_qk_l2norm": True,
+    }
     state = pools.recurrent[index]
     if batch.decode:
         o, _ = fused_recurrent_gated_delta_rule(
