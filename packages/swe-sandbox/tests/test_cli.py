@@ -3,15 +3,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from swe_sandbox import NamespaceBackend, TaskSpec
+from swe_sandbox import BackendUnavailableError, NamespaceBackend, TaskSpec
 from swe_sandbox._cli import build_parser, main, task_from_json, task_to_json
 
 
@@ -63,8 +68,9 @@ def test_bad_task_gives_the_typed_error(
         repo={"kind": "directory", "location": str(tmp_path / "missing")},
     )
     code, error = run_cli(capsys, "grade", str(path))
-    assert code == 1
+    assert code == 2  # the task names a repository that is not there: the input's fault
     assert error["error"] == "RepoNotFoundError"
+    assert capsys.readouterr().err == ""  # run_cli consumed the stderr line with stdout
 
 
 def test_build_base_rootfs_only_and_janitor(
@@ -144,28 +150,28 @@ def _good_spec(tmp: Path, **changes: object) -> dict[str, object]:
 
 #: (id, argv builder, expected exit code, what the one-line message must name)
 BAD_INPUTS = [
-    ("missing file", lambda t: ["grade", str(t / "nope.json")], 1, "nope.json"),
-    ("not JSON", lambda t: ["grade", _write(t, "a.json", "not json")], 1, "not JSON"),
+    ("missing file", lambda t: ["grade", str(t / "nope.json")], 2, "nope.json"),
+    ("not JSON", lambda t: ["grade", _write(t, "a.json", "not json")], 2, "not JSON"),
     (
         "partial file",
         lambda t: ["grade", _write(t, "p.json", '{"instance_id": "x", "re')],
-        1,
+        2,
         "not JSON",
     ),
-    ("JSON list", lambda t: ["grade", _write(t, "l.json", "[1, 2]")], 1, "JSON object"),
+    ("JSON list", lambda t: ["grade", _write(t, "l.json", "[1, 2]")], 2, "JSON object"),
     (
         "missing field",
         lambda t: [
             "grade",
             _write(t, "m.json", json.dumps({"repo": {"kind": "directory", "location": "."}})),
         ],
-        1,
+        2,
         "instance_id",
     ),
     (
         "unknown field",
         lambda t: ["grade", _write(t, "u.json", json.dumps(_good_spec(t, timeout=3)))],
-        1,
+        2,
         "timeout",
     ),
     (
@@ -182,13 +188,13 @@ BAD_INPUTS = [
                 ),
             ),
         ],
-        1,
+        2,
         "strip_components",
     ),
     (
         "mistyped list",
         lambda t: ["grade", _write(t, "f.json", json.dumps(_good_spec(t, fail_to_pass="t::a")))],
-        1,
+        2,
         "fail_to_pass",
     ),
     (
@@ -198,7 +204,7 @@ BAD_INPUTS = [
             "build",
             _write(t, "k.json", json.dumps(_good_spec(t, repo={"kind": "svn", "location": "."}))),
         ],
-        1,
+        2,
         "repo.kind",
     ),
     (
@@ -209,7 +215,7 @@ BAD_INPUTS = [
             "swebench",
             _write(t, "r.json", json.dumps({"instance_id": "x"})),
         ],
-        1,
+        2,
         "lacks fields",
     ),
     (
@@ -220,8 +226,15 @@ BAD_INPUTS = [
             "--patch",
             str(t / "none.diff"),
         ],
-        1,
+        2,
         "none.diff",
+    ),
+    ("missing spec", lambda t: ["image", "build-env", str(t / "nope.json")], 2, "nope.json"),
+    (
+        "bad spec",
+        lambda t: ["image", "build-env", _write(t, "s.json", json.dumps({"name": "x", "y": 1}))],
+        2,
+        "unknown fields",
     ),
     (
         "unwritable cache",
@@ -258,15 +271,19 @@ def test_bad_input_is_one_line_and_a_non_zero_exit(
     )
     assert done.returncode == code, (done.stdout, done.stderr)
     assert "Traceback" not in done.stdout + done.stderr
-    if code == 1:  # a typed error: exactly one JSON line on stdout, nothing on stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr  # one `PROG: error:` line
+    assert re.match(r"swe-sandbox( [a-z-]+)*: error: ", done.stderr), done.stderr
+    assert names in done.stderr
+    if done.stdout:  # a typed error: also exactly one JSON line on stdout, for tools
         lines = done.stdout.splitlines()
         assert len(lines) == 1, done.stdout
         error = json.loads(lines[0])
         assert names in error["message"], error
         assert error["error"].endswith("Error")
-        assert done.stderr == ""
-    else:  # an argparse usage error: the last stderr line names the option
-        assert names in done.stderr.splitlines()[-1]
+        assert done.stderr == f"swe-sandbox: error: {error['message']}\n"
+    else:  # an argparse usage error names the option and where to look
+        assert code == 2
+        assert done.stderr.rstrip().endswith("--help)")
 
 
 def test_an_interrupt_is_one_line_and_exit_130(
@@ -281,3 +298,44 @@ def test_an_interrupt_is_one_line_and_exit_130(
     code, error = run_cli(capsys, "janitor")
     assert code == 130
     assert error["error"] == "Interrupted"
+
+
+COMMAND_PATHS = [
+    [], ["image"], ["image", "build-base"], ["image", "build-env", "s.json"],
+    ["image", "build", "t.json"], ["grade", "t.json"], ["janitor"],
+]  # fmt: skip
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    path=st.sampled_from(COMMAND_PATHS),
+    flag=st.text(alphabet="abcxyz-_=0", min_size=1, max_size=8),
+    where=st.integers(min_value=0, max_value=4),
+)
+def test_a_bad_argv_never_exits_0_nor_shows_a_traceback(
+    path: list[str], flag: str, where: int
+) -> None:
+    argv = [*path]
+    argv.insert(min(where, len(argv)), f"--zz{flag}")  # no option of any command starts --zz
+    with pytest.raises(SystemExit) as exited, contextlib.redirect_stderr(io.StringIO()) as err:
+        main(argv)
+    assert exited.value.code == 2
+    assert "Traceback" not in err.getvalue()
+    assert re.match(r"swe-sandbox( [a-z-]+)*: error: ", err.getvalue()), err.getvalue()
+
+
+def test_an_infrastructure_failure_is_exit_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The input was fine; the backend could not do the work (no daemon, no namespaces).
+    def unavailable(args: object) -> dict[str, object]:
+        raise BackendUnavailableError("docker daemon not reachable")
+
+    monkeypatch.setattr("swe_sandbox._cli._run", unavailable)
+    assert main(["janitor", "--backend", "docker"]) == 1
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {
+        "error": "BackendUnavailableError",
+        "message": "docker daemon not reachable",
+    }
+    assert err == "swe-sandbox: error: docker daemon not reachable\n"

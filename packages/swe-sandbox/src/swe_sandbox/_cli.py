@@ -7,7 +7,11 @@ swe-sandbox janitor [--backend docker|namespace]
 swe-sandbox grade TASK.json [--backend ...] [--patch gold|none|FILE] [--repo-dir DIR]
 
 --suite and --mirror may be given before or after the sub-command. Each command prints one JSON
-object; an error prints {"error": CLASS, "message": ...} on one line and exits 1.
+object on stdout; an error prints {"error": CLASS, "message": ...} there on one line, and
+"swe-sandbox: error: ..." on stderr. Exit codes: 0 success; 2 a usage error (bad arguments, a
+task, spec or patch file that is missing or invalid, a task whose repository, base commit or
+test program does not exist); 1 a runtime failure (an image build, a sandbox or the grader
+failed); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -17,15 +21,45 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from swe_sandbox._backend import Backend
-from swe_sandbox._errors import PatchApplyError, SandboxError
+from swe_sandbox._errors import (
+    BaseCommitNotFoundError,
+    EnvironmentBuildError,
+    PatchApplyError,
+    RepoNotFoundError,
+    SandboxError,
+    TaskSpecError,
+    TestCommandNotFoundError,
+)
 from swe_sandbox._rootfs import DEFAULT_PACKAGES, BaseImageSpec
 from swe_sandbox._task import TaskSpec
 from swe_sandbox._taskfile import FORMATS, load_task_file, task_from_json, task_to_json
 
 __all__ = ["build_parser", "main", "task_from_json", "task_to_json"]
+
+PROG = "swe-sandbox"
+USAGE_EXIT = 2
+FAILURE_EXIT = 1
+
+#: Errors that say the input the user named is unusable (exit 2); any other SandboxError or
+#: OSError is a failure of the work itself (exit 1).
+USAGE_ERRORS: tuple[type[SandboxError], ...] = (
+    TaskSpecError,
+    RepoNotFoundError,
+    BaseCommitNotFoundError,
+    TestCommandNotFoundError,
+)
+
+
+class InputFileError(Exception):
+    """A file named on the command line (patch, spec) cannot be used: a usage error reported
+    under the class of the typed error it wraps."""
+
+    def __init__(self, error: SandboxError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def _base_spec(args: argparse.Namespace) -> BaseImageSpec:
@@ -55,7 +89,8 @@ def _read_patch(choice: str, task: TaskSpec) -> str | None:
         return Path(choice).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-        raise PatchApplyError(f"--patch {choice}: cannot read the patch file: {why}") from exc
+        error = PatchApplyError(f"--patch {choice}: cannot read the patch file: {why}")
+        raise InputFileError(error) from exc
 
 
 def _run(args: argparse.Namespace) -> dict[str, Any]:
@@ -70,7 +105,10 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     if args.command == "image" and args.image_command == "build-env":
         from swe_sandbox._env_image import build_env_image, env_spec_from_json
 
-        env_spec = env_spec_from_json(_read_json(args.spec))
+        try:
+            env_spec = env_spec_from_json(_read_json(args.spec))
+        except EnvironmentBuildError as exc:  # the recipe itself: the user's input
+            raise InputFileError(exc) from exc
         tag = build_env_image(env_spec, spec, progress=_progress)
         return {"image": tag, "name": env_spec.name, "requirements": list(env_spec.requirements)}
     if args.command == "image" and args.image_command == "build":
@@ -169,9 +207,17 @@ def _add_backend_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line (``swe-sandbox <cmd>: error: ...``), exit 2; sub-parsers are
+    built with the parent's class, so every sub-command gets this."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE_EXIT, f"{self.prog}: error: {message} (see: {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``swe-sandbox`` argument parser (importing it loads no backend)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="swe-sandbox",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -216,28 +262,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _fail(kind: str, message: str) -> int:
-    # One line, whatever the message holds (debootstrap output, a multi-line JSON error).
-    print(json.dumps({"error": kind, "message": " ".join(message.split())}))
-    return 1
+def _fail(kind: str, message: str, code: int) -> int:
+    # One line each, whatever the message holds (debootstrap output, a multi-line JSON error):
+    # the JSON object on stdout for tools, the argparse-style line on stderr for people.
+    line = " ".join(message.split())
+    print(json.dumps({"error": kind, "message": line}), flush=True)
+    print(f"{PROG}: error: {line}", file=sys.stderr, flush=True)
+    return code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point: prints one JSON object; on failure ``{"error": CLASS, "message": …}`` and
-    exit 1 (usage errors: exit 2; interrupted: exit 130)."""
+    """Entry point: prints one JSON object; on an error ``{"error": CLASS, "message": …}`` on
+    stdout and ``swe-sandbox: error: …`` on stderr. Exit 0 success, 2 a usage error (bad
+    arguments, an unusable task, spec or patch file), 1 a runtime failure, 130 interrupted."""
     args = build_parser().parse_args(argv)
     try:
         print(json.dumps(_run(args)))
+    except InputFileError as exc:
+        return _fail(type(exc.error).__name__, str(exc), USAGE_EXIT)
+    except USAGE_ERRORS as exc:
+        return _fail(type(exc).__name__, str(exc), USAGE_EXIT)
     except SandboxError as exc:
-        return _fail(type(exc).__name__, str(exc))
+        return _fail(type(exc).__name__, str(exc), FAILURE_EXIT)
     except OSError as exc:
         # Environment, not input: an unwritable cache directory, a full disk. Still one line.
         where = f"{exc.filename}: " if exc.filename else ""
-        return _fail(type(exc).__name__, f"{where}{exc.strerror or exc}")
+        return _fail(type(exc).__name__, f"{where}{exc.strerror or exc}", FAILURE_EXIT)
     except KeyboardInterrupt:
         # The sandbox context manager has already torn the sandbox down on the way out.
-        _fail("Interrupted", "interrupted; nothing to resume, run the command again")
-        return 130
+        return _fail("Interrupted", "interrupted; nothing to resume, run the command again", 130)
     return 0
 
 
