@@ -124,6 +124,7 @@ def micro_batch_loss(
         config=config,
         normalizer=normalizer,
         entropy=entropy.float(),
+        metrics="basic",  # ω's quantiles come from omega_stats over the whole step instead
     )
 
 
