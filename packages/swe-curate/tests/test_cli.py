@@ -3,7 +3,10 @@ summary tables, and the installed ``swe-curate`` entry point."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -13,12 +16,15 @@ import attrs
 import pytest
 from curate_openai_server import Raw, serve
 from curate_tasks import make_task
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from swe_curate._cli import main
 from swe_curate._importers import task_to_row
 from swe_curate._records import RecordStore
 from swe_curate._scorer import SandboxScorer
 from swe_curate._verdicts import Verdict
+from swe_sandbox import BackendUnavailableError
 
 
 def _rows(tmp_path: Path) -> Path:
@@ -86,7 +92,7 @@ def test_entry_point_help_and_bad_input(tmp_path: Path) -> None:
     broken = subprocess.run(
         [exe, "summary", "--records", str(bad)], capture_output=True, text=True, check=False
     )
-    assert broken.returncode == 1
+    assert broken.returncode == 2  # the record file the user named is not one
     assert broken.stderr.startswith("swe-curate: error: not a task record")
     assert "Traceback" not in broken.stderr
 
@@ -145,15 +151,17 @@ def _bad_inputs(tmp: Path) -> list[tuple[list[str], int, str]]:
         (["audit", str(rows), *records, "--grade-timeout", "-5"], 2, "must be > 0, got -5"),
         (["judge", str(rows), *records, "--judge-retries", "-1"], 2, "must be >= 0"),
         (["run", str(rows), "--out", str(tmp / "o"), "--workers", "0"], 2, "must be > 0"),
-        (["audit", missing, *records], 1, "cannot read task rows"),
-        (["audit", str(tmp), *records], 1, "cannot read task rows"),
-        (["audit", str(binary), *records], 1, "cannot read task rows"),
-        (["run", missing, "--out", str(tmp / "o")], 1, "cannot read task rows"),
-        (["run", str(rows), "--out", str(tmp / "o"), "--force", "ghost"], 1, "'ghost'"),
-        (["summary", "--records", missing], 1, "no such record file"),
-        (["summary", "--records", str(binary)], 1, "error"),
-        (["run", str(rows), "--out", str(tmp / "o"), "--judge", "llm"], 1, "not configured"),
+        (["audit", missing, *records], 2, "cannot read task rows"),
+        (["audit", str(tmp), *records], 2, "cannot read task rows"),
+        (["audit", str(binary), *records], 2, "cannot read task rows"),
+        (["run", missing, "--out", str(tmp / "o")], 2, "cannot read task rows"),
+        (["run", str(rows), "--out", str(tmp / "o"), "--force", "ghost"], 2, "'ghost'"),
+        (["summary", "--records", missing], 2, "no such record file"),
+        (["summary", "--records", str(binary)], 2, "error"),
+        (["run", str(rows), "--out", str(tmp / "o"), "--judge", "llm"], 2, "not configured"),
         (["audit", str(rows)], 2, "--records"),
+        (["audit", str(rows), "--records", str(binary)], 2, "error"),
+        (["inject", missing, *records, "--deck", str(tmp / "d.jsonl")], 2, "no such repository"),
         (["frobnicate"], 2, "invalid choice"),
     ]
 
@@ -194,3 +202,42 @@ def test_swebench_rows_on_local_checkouts_each_get_their_own_verdict(
     assert "base commit abab" in audit["geomlab__geom-gone"].reason
     assert audit["geomlab__other-1"].verdict is Verdict.MISSING_REPO
     assert "no git checkout of 'geomlab/other'" in audit["geomlab__other-1"].reason
+
+
+def test_a_sandbox_infrastructure_failure_is_exit_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The inputs are fine; the sandbox backend cannot start (no daemon, no namespaces).
+    def unavailable(args: object) -> SandboxScorer:
+        raise BackendUnavailableError("user namespaces are disabled on this host")
+
+    monkeypatch.setattr("swe_curate._cli._scorer", unavailable)
+    argv = ["audit", str(_rows(tmp_path)), "--records", str(tmp_path / "r.jsonl")]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err == "swe-curate: error: user namespaces are disabled on this host\n"
+
+
+COMMAND_PATHS = [
+    [], ["run", "t.jsonl", "--out", "o"], ["audit", "t.jsonl", "--records", "r"],
+    ["judge", "t.jsonl", "--records", "r"], ["strengthen", "t.jsonl", "--records", "r"],
+    ["inject", "src", "--records", "r", "--deck", "d"], ["summary", "--records", "r"],
+]  # fmt: skip
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    path=st.sampled_from(COMMAND_PATHS),
+    flag=st.text(alphabet="abcxyz-_=0", min_size=1, max_size=8),
+    where=st.integers(min_value=0, max_value=6),
+)
+def test_a_bad_argv_never_exits_0_nor_shows_a_traceback(
+    path: list[str], flag: str, where: int
+) -> None:
+    argv = [*path]
+    argv.insert(min(where, len(argv)), f"--zz{flag}")  # no option of any command starts --zz
+    with pytest.raises(SystemExit) as exited, contextlib.redirect_stderr(io.StringIO()) as err:
+        main(argv)
+    assert exited.value.code == 2
+    assert "Traceback" not in err.getvalue()
+    assert re.match(r"swe-curate( [a-z]+)*: error: ", err.getvalue()), err.getvalue()

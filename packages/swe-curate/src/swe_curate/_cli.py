@@ -4,8 +4,11 @@
 rows; the single-stage commands append to one JSON-lines record file (``--records``). All skip
 the tasks they have already finished, so an interrupted run resumes where it stopped. Bad rows,
 missing repositories or test programs, patches that do not apply, judge and sandbox failures
-become records with their own verdicts; the run carries on. Bad arguments or unreadable files
-end the command with one ``swe-curate: error: ...`` line on stderr and a non-zero exit.
+become records with their own verdicts; the run carries on. Errors end the command with one
+``swe-curate: error: ...`` line on stderr. Exit codes: 0 success; 2 a usage error (bad
+arguments; a task-row, record or source file that is missing or unreadable; an unknown --force
+id; a judge that is not configured); 1 a runtime failure (the sandbox infrastructure, the
+disk, ...); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ import json
 import re
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn, TypeAlias
 
@@ -38,6 +42,25 @@ from swe_curate._scorer import SandboxScorer
 from swe_curate._strengthen import strengthen_task
 from swe_curate._verdicts import Verdict
 from swe_sandbox import Backend, DockerBackend, Limits, NamespaceBackend, SandboxError, TaskSpec
+
+USAGE_EXIT = 2
+FAILURE_EXIT = 1
+
+
+class UsageError(CurateError):
+    """The command's input is unusable (a file the user named, an option's value): exit 2."""
+
+
+@contextmanager
+def _inputs() -> Iterator[None]:
+    """Errors met while reading the inputs the user named are usage errors (exit 2); the same
+    error types met later, while doing the work, are runtime failures (exit 1)."""
+    try:
+        yield
+    except UsageError:
+        raise
+    except (CurateError, OSError, UnicodeError, ValueError) as exc:
+        raise UsageError(str(exc) or type(exc).__name__) from exc
 
 
 def summary_table(records: Sequence[TaskRecord], title: str) -> Table:
@@ -117,8 +140,18 @@ def _run_stage(
     return records
 
 
-def _rows(args: argparse.Namespace) -> Iterable[ImportedRow]:
-    return import_rows(args.tasks, RowFormat(args.format), repo_dir=args.repo_dir)
+def _rows(args: argparse.Namespace) -> list[ImportedRow]:
+    """Every row of the task file, read before any sandbox starts (a bad file: exit 2)."""
+    with _inputs():
+        return list(import_rows(args.tasks, RowFormat(args.format), repo_dir=args.repo_dir))
+
+
+def _store(path: str) -> RecordStore:
+    """The record file, read once up front: a corrupt one is the user's input, exit 2."""
+    store = RecordStore(path)
+    with _inputs():
+        store.records()
+    return store
 
 
 def _judge_from(args: argparse.Namespace) -> Judge:
@@ -129,23 +162,18 @@ def _judge_from(args: argparse.Namespace) -> Judge:
 
 
 def cmd_audit(args: argparse.Namespace, console: Console) -> int:
-    store = RecordStore(args.records)
+    store, rows = _store(args.records), _rows(args)
     config = AuditConfig(reruns=args.reruns, binding=not args.no_binding)
     with _scorer(args) as scorer:
-        _run_stage(
-            console,
-            store,
-            "audit",
-            _rows(args),
-            lambda t: audit_task(t, scorer, config),
-        )
+        _run_stage(console, store, "audit", rows, lambda t: audit_task(t, scorer, config))
     return 0
 
 
 def cmd_judge(args: argparse.Namespace, console: Console) -> int:
-    store = RecordStore(args.records)
+    store, rows = _store(args.records), _rows(args)
     audits = store.latest("audit")
-    judge = _judge_from(args)
+    with _inputs():
+        judge = _judge_from(args)
 
     def work(task: TaskSpec) -> TaskRecord | None:
         return judge_task(task, scorer, judge, audits.get(task.instance_id))
@@ -155,14 +183,13 @@ def cmd_judge(args: argparse.Namespace, console: Console) -> int:
         audit = audits.get(instance_id)
         return audit is None or audit.verdict is Verdict.ADMITTED
 
-    rows = _rows(args)
     with _scorer(args) as scorer:
         _run_stage(console, store, "judge", rows, work, wanted)
     return 0
 
 
 def cmd_strengthen(args: argparse.Namespace, console: Console) -> int:
-    store = RecordStore(args.records)
+    store, rows = _store(args.records), _rows(args)
     judged, audits = store.latest("judge"), store.latest("audit")
     deck = Path(args.deck) if args.deck else None
 
@@ -181,18 +208,21 @@ def cmd_strengthen(args: argparse.Namespace, console: Console) -> int:
         return record
 
     with _scorer(args) as scorer:
-        _run_stage(console, store, "strengthen", _rows(args), work)
+        _run_stage(console, store, "strengthen", rows, work)
     return 0
 
 
 def cmd_inject(args: argparse.Namespace, console: Console) -> int:
-    store = RecordStore(args.records)
+    store = _store(args.records)
     source = Path(args.source)
+    if not source.exists():
+        raise UsageError(f"{source}: no such repository directory or sdist")
     trees = Path(args.trees) if args.trees else Path(args.deck).with_suffix(".trees")
     name = args.name
     if source.is_file():
         name = name or re.sub(r"(\.tar)?\.(gz|tgz|bz2|xz|tar)$", "", source.name)
-        source = unpack_source(source, trees / "_source")
+        with _inputs():  # not an archive we can unpack: the user's input
+            source = unpack_source(source, trees / "_source")
     config = InjectConfig(
         max_candidates=args.max_candidates,
         max_tasks=args.max_tasks,
@@ -212,11 +242,12 @@ def cmd_inject(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
-    rows = list(_rows(args))
+    rows = _rows(args)
     unknown = sorted(set(args.force or ()) - {row.instance_id for row in rows})
     if unknown:
-        raise CurateError(f"--force: no row of {args.tasks} has the id(s) {unknown}")
-    _judge_from(args)  # a misconfigured judge fails here, before any sandbox starts
+        raise UsageError(f"--force: no row of {args.tasks} has the id(s) {unknown}")
+    with _inputs():  # a misconfigured judge fails here, before any sandbox starts
+        _judge_from(args)
     config = RunConfig(
         workers=args.workers,
         force=frozenset(args.force or ()),
@@ -257,8 +288,8 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_summary(args: argparse.Namespace, console: Console) -> int:
     if not Path(args.records).is_file():
-        raise CurateError(f"{args.records}: no such record file")
-    store = RecordStore(args.records)
+        raise UsageError(f"{args.records}: no such record file")
+    store = _store(args.records)
     stages = [args.stage] if args.stage else sorted({r.stage for r in store})
     for stage in stages:
         console.print(summary_table(store.records(stage), f"{stage} — {store.path.name}"))
@@ -456,16 +487,23 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+def _error(exc: BaseException, code: int) -> int:
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    sys.stderr.write(f"swe-curate: error: {message}\n")
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``swe-curate`` command (exit 0 ok, 1 bad input, 2 usage, 130 Ctrl-C)."""
+    """Entry point of the ``swe-curate`` command: exit 0 success, 2 a usage error (bad
+    arguments, an unusable input file), 1 a runtime failure, 130 Ctrl-C."""
     args = build_parser().parse_args(argv)
     console = Console(stderr=False)
     try:
         code: int = args.func(args, console)
+    except UsageError as exc:
+        return _error(exc, USAGE_EXIT)
     except (CurateError, SandboxError, OSError, UnicodeError, ValueError) as exc:
-        message = " ".join(str(exc).split()) or type(exc).__name__
-        sys.stderr.write(f"swe-curate: error: {message}\n")
-        return 1
+        return _error(exc, FAILURE_EXIT)
     except KeyboardInterrupt:
         sys.stderr.write("swe-curate: interrupted; finished records are kept, rerun to resume\n")
         return 130
