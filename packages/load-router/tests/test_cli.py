@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import re
 import subprocess
 import sys
 
 import attrs
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from load_router import SimConfig
 from load_router._cli import OPTION_HELP, main
@@ -74,7 +79,43 @@ def test_bad_option_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None
 
 def test_bad_config_value_exits_2_with_message(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", "--engines", "0"]) == 2
-    assert "engines must be > 0" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("python -m load_router simulate: error: ")
+    assert "engines must be > 0" in err
+    assert len(err.splitlines()) == 1
+
+
+def test_a_failed_simulation_is_a_runtime_failure_exit_1(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The options were valid; the simulation itself failed (what a deadlock raises).
+    def deadlocked(config: SimConfig) -> None:
+        raise RuntimeError("simulation deadlocked: nothing is running or scheduled")
+
+    monkeypatch.setattr("load_router._cli.simulate", deadlocked)
+    assert main(["simulate", *FAST]) == 1
+    err = capsys.readouterr().err
+    assert err == (
+        "python -m load_router simulate: error: "
+        "simulation deadlocked: nothing is running or scheduled\n"
+    )
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    flag=st.text(alphabet="abcxyz-_=0", min_size=1, max_size=8),
+    where=st.integers(min_value=0, max_value=3),
+    value=st.sampled_from(["", "x", "nan", "-1", "1e999"]),
+)
+def test_a_bad_argv_never_exits_0_nor_shows_a_traceback(flag: str, where: int, value: str) -> None:
+    argv = ["simulate", "--engines", "2"]
+    bad = [f"--zz{flag}", *([value] if value else [])]  # no option starts --zz
+    argv[min(where, len(argv)) : min(where, len(argv))] = bad
+    with pytest.raises(SystemExit) as exited, contextlib.redirect_stderr(io.StringIO()) as err:
+        main(argv)
+    assert exited.value.code == 2
+    assert "Traceback" not in err.getvalue()
+    assert re.match(r"python -m load_router( simulate)?: error: ", err.getvalue()), err.getvalue()
 
 
 @pytest.mark.parametrize(

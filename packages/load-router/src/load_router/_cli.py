@@ -1,4 +1,9 @@
-"""Command line: ``python -m load_router simulate …`` prints the routing comparison table."""
+"""Command line: ``python -m load_router simulate …`` prints the routing comparison table.
+
+Exit codes: 0 success; 2 a usage error (a bad option, or values :class:`SimConfig` refuses);
+1 a runtime failure (the simulation itself failed); 130 interrupted. An error is one
+``python -m load_router simulate: error: …`` line on stderr.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +12,17 @@ import json
 import math
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 import attrs
 
-from load_router._errors import ConfigError
+from load_router._errors import ConfigError, RouterError
 from load_router._sim_config import POLICY_NAMES, SimConfig, SimResult
 from load_router._simulate import simulate
+
+PROG = "python -m load_router"
+USAGE_EXIT = 2
+FAILURE_EXIT = 1
 
 #: Help text of every simulator option (one per :class:`SimConfig` field).
 OPTION_HELP: dict[str, str] = {
@@ -100,8 +110,17 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
             parser.add_argument(flag, type=kind, default=default, help=help_text)
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line, ``PROG: error: …`` and where to look, exit 2 (sub-parsers are
+    built with the parent's class, so ``simulate`` gets this too)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE_EXIT, f"{self.prog}: error: {message} (see: {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m load_router")
+    """The ``python -m load_router`` parser (one sub-command, ``simulate``)."""
+    parser = _Parser(prog=PROG)
     commands = parser.add_subparsers(dest="command", required=True)
     sim = commands.add_parser(
         "simulate",
@@ -154,18 +173,31 @@ def run_comparison(config: SimConfig) -> tuple[SimResult, SimResult]:
     return simulate(baseline), simulate(config)
 
 
+def _error(command: str, message: object, code: int) -> int:
+    print(f"{PROG} {command}: error: {' '.join(str(message).split())}", file=sys.stderr)
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m load_router``: 0 success, 2 a usage error, 1 a runtime
+    failure of the simulation, 130 interrupted."""
     args = vars(build_parser().parse_args(argv))
-    args.pop("command")
+    command = args.pop("command")
     as_json = args.pop("json")
     if args["max_resident_per_engine"] == 0:
         args["max_resident_per_engine"] = None
     try:
         config = SimConfig(**args)
     except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    baseline, candidate = run_comparison(config)
+        return _error(command, exc, USAGE_EXIT)
+    try:
+        baseline, candidate = run_comparison(config)
+    except ConfigError as exc:  # a combination only the simulation can refuse
+        return _error(command, exc, USAGE_EXIT)
+    except (RouterError, RuntimeError) as exc:  # the simulation failed (the work, not the input)
+        return _error(command, exc, FAILURE_EXIT)
+    except KeyboardInterrupt:
+        return _error(command, "interrupted", 130)
     verdict = wins(baseline, candidate)
     if as_json:
         summary = {"baseline": baseline.summary(), "candidate": candidate.summary()}
