@@ -4,7 +4,7 @@ kit's `malformed_turns`, held to their codes in ``test_strategies.py``.)"""
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from swe_formatcheck import Code, ToolCall, ToolSpec, check_turn, render_turn
@@ -20,9 +20,11 @@ from swe_formatcheck.strategies import (
 REASONED_TURNS = valid_turns(tools=None, reasoning="required", think_prefilled=False)
 
 
+@settings(max_examples=40)
 @given(REASONED_TURNS)
 def test_option_and_reasoning_mutations_are_rejected_with_their_code(turn: GeneratedTurn) -> None:
     """What depends on the options rather than the text, and a reasoning block left open."""
+    assert turn.verdict().codes == ()
     cases: list[tuple[str, dict[str, object], Code]] = [
         (turn.raw, {"reasoning": "forbidden"}, Code.REASONING_FORBIDDEN),
         (turn.raw, {"stopped": False}, Code.TRUNCATED),
