@@ -100,13 +100,10 @@ def recurrent_defaults(
 def common_dtype(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.dtype | None:
     """The dtype mixed ``q, k, v`` are cast to (the widest: lossless; the arithmetic is FP32
     either way), or ``None`` when they already agree (or are not all tensors)."""
-    if not (
-        isinstance(q, torch.Tensor) and isinstance(k, torch.Tensor) and isinstance(v, torch.Tensor)
-    ):
-        return None  # validation names the bad argument
-    if q.dtype == k.dtype == v.dtype:  # the common case first: this runs on every decode step
+    dtypes = [getattr(x, "dtype", None) for x in (q, k, v)]  # a non-tensor: validation names it
+    if dtypes[0] == dtypes[1] == dtypes[2]:  # the common case first: runs every decode step
         return None
-    if not all(x.dtype in ACTIVATION_DTYPES for x in (q, k, v)):
+    if not all(d in ACTIVATION_DTYPES for d in dtypes):
         return None  # validation names it (an int tensor is not promoted)
     return torch.promote_types(torch.promote_types(q.dtype, k.dtype), v.dtype)
 
