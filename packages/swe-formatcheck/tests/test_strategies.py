@@ -84,6 +84,14 @@ def test_valid_turns_validate_clean_with_their_call(dialect: str, data: st.DataO
     assert verdict.reasoning == turn.expected_reasoning
 
 
+@settings(max_examples=10)
+@given(valid_turns("hermes", think_prefilled=True))
+def test_a_prefilled_think_is_never_forbidden(turn: GeneratedTurn) -> None:
+    assert turn.think_prefilled
+    assert turn.reasoning != "forbidden"
+    assert turn.verdict().call == turn.expected_call is not None
+
+
 @pytest.mark.parametrize("dialect", DIALECTS)
 @settings(max_examples=25)
 @given(data=st.data())
@@ -142,6 +150,7 @@ def test_adversarial_turns_keep_a_fixed_reasoning_mode(turn: GeneratedTurn) -> N
         (lambda: valid_turns(think_prefilled=1), TypeError),  # type: ignore[arg-type]
         (lambda: valid_turns(reasoning="forbidden", think_prefilled=True), ValueError),
         (lambda: adversarial_turns(tools=None), ValueError),  # type: ignore[arg-type]
+        (lambda: adversarial_turns(think_prefilled=True), ValueError),
     ],
 )
 def test_bad_strategy_arguments_raise_at_once(build: object, error: type[Exception]) -> None:

@@ -13,6 +13,7 @@ from typing import Final
 
 import attrs
 
+from swe_formatcheck._check import ReasoningMode
 from swe_formatcheck._codes import Code
 from swe_formatcheck._tools import ToolCall, ToolSpec
 
@@ -26,7 +27,7 @@ class Base:
     spec: ToolSpec
     tools: tuple[ToolSpec, ...]
     reasoning: str | None
-    mode: str  # the check_turn reasoning= mode
+    mode: ReasoningMode  # the check_turn reasoning= mode
     prefilled: bool
 
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from swe_formatcheck._check import DIALECTS, REASONING_MODES, DialectName, ReasoningMode
 from swe_formatcheck._codes import Code
-from swe_formatcheck._generated import GeneratedTurn
+from swe_formatcheck._generated import GeneratedTurn, TurnKind
 from swe_formatcheck._kit_mutations import MUTATIONS, NEAR_MISSES, Base, Mutation
 from swe_formatcheck._kit_random import generate_turn
 from swe_formatcheck._kit_text import (
@@ -73,17 +73,17 @@ def _base(
     reasoning: ReasoningMode | None,
     think_prefilled: bool | None,
     *,
-    values: st.SearchStrategy[str] | None = None,
     with_reasoning: bool = False,
 ) -> Base:
     """A canonical valid turn; `with_reasoning` forces a reasoning block (not in forbidden mode)."""
-    modes = [mode for mode in REASONING_MODES if not (with_reasoning and mode == "forbidden")]
+    opened = with_reasoning or think_prefilled is True
+    modes: list[ReasoningMode] = [m for m in REASONING_MODES if not (opened and m == "forbidden")]
     mode = reasoning if reasoning is not None else draw(st.sampled_from(modes))
     if think_prefilled is None:
         prefilled = mode != "forbidden" and draw(st.booleans())
     else:
         prefilled = think_prefilled
-    spec, declared, call = draw(_spec_and_call(tools, values or _values(dialect)))
+    spec, declared, call = draw(_spec_and_call(tools, _values(dialect)))
     text: str | None = None
     if mode != "forbidden":
         texts = _reasoning_texts(dialect)
@@ -94,17 +94,26 @@ def _base(
 
 
 def _turn(
-    base: Base, dialect: DialectName, kind: str, label: str, **expected: object
+    base: Base,
+    dialect: DialectName,
+    kind: TurnKind,
+    label: str,
+    *,
+    expected_codes: tuple[Code, ...],
+    expected_call: ToolCall | None = None,
+    expected_reasoning: str | None = None,
 ) -> GeneratedTurn:
     return GeneratedTurn(
         raw=base.raw,
         dialect=dialect,
         tools=base.tools,
-        reasoning=base.mode,  # type: ignore[arg-type]
+        reasoning=base.mode,
         think_prefilled=base.prefilled,
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,
         label=label,
-        **expected,  # type: ignore[arg-type]
+        expected_call=expected_call,
+        expected_reasoning=expected_reasoning,
+        expected_codes=expected_codes,
     )
 
 
@@ -323,7 +332,7 @@ def _mutated(
     draw: st.DrawFn,
     base: Base,
     dialect: DialectName,
-    kind: str,
+    kind: TurnKind,
     mutations: tuple[Mutation, ...],
 ) -> GeneratedTurn:
     applicable = [(m, raw) for m in mutations if (raw := m.rewrite(base)) is not None]
@@ -351,6 +360,8 @@ def adversarial_turns(
     declared = _validated(dialect, tools, reasoning, think_prefilled)
     if declared is None:
         raise ValueError("adversarial_turns needs declared tools (tools=None is not supported)")
+    if reasoning is None and think_prefilled is not None:
+        raise ValueError("adversarial_turns: think_prefilled applies only with a reasoning= mode")
     return st.randoms(use_true_random=False).map(
         lambda rng: generate_turn(
             rng, dialect, declared, reasoning=reasoning, think_prefilled=bool(think_prefilled)
