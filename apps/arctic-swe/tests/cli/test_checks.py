@@ -57,6 +57,7 @@ COMMON_MISTAKES: list[tuple[list[str], str]] = [
     (["compare", "busy"], "busy has no metrics.jsonl"),
     (["cluster", "up", "missing.toml", "--run-dir", "run"], "cannot read missing.toml"),
     (["cluster", "check", "bad.toml"], "bad.toml"),
+    (["cluster", "loop", "--run-dir", "run", "--config", "missing.toml"], "--config missing.toml"),
     (["deck", "import", "missing.jsonl", "--out", "d"], "ROWS missing.jsonl: no such file"),
     (["deck", "import", "afile", "--out", "d", "--repo-dir", "nope"], "--repo-dir nope"),
     (["deck", "build", "--out", "afile/deck"], "cannot write the deck to afile/deck"),

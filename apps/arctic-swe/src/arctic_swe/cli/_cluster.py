@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from arctic_swe._argtypes import non_negative_int, positive_int
+from arctic_swe.cli._checks import require_file
 from arctic_swe.cli._defaults import DEFAULT_DECK, DEFAULT_POLICY
 from arctic_swe.cli._execute import (
     FAILURE_EXIT,
@@ -103,6 +104,7 @@ def _topology_options(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.cluster_command == "loop":
+        require_file(args.config, "--config")  # before run_loop loads torch
         from arctic_swe.cluster import run_loop
 
         return run_loop(
