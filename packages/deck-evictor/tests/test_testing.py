@@ -19,6 +19,7 @@ from deck_evictor import (
     Draw,
     EvictionRules,
     InvalidConfigError,
+    MakePool,
     ReplayOutcome,
     ReplayPolicy,
     Retirement,
@@ -138,6 +139,8 @@ def violation(machine: type[RuleBasedStateMachine]) -> str:
 def test_a_third_party_pool_over_the_protocol_passes_the_contract() -> None:
     pool: TaskPool = AuditedPool(["a"], rules=EvictionRules(), replay=ReplayPolicy(), seed=0)
     assert pool.sample(1).task_ids == ("a",)
+    make: MakePool = Deck  # mypy: the Deck class is a pool factory and a Deck a TaskPool
+    assert make(["a"], rules=EvictionRules(), replay=ReplayPolicy(), seed=0).active_count == 1
     run_state_machine_as_test(deck_contract(AuditedPool), settings=QUICK)
 
 

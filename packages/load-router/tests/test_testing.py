@@ -159,6 +159,8 @@ def violation(machine: type[RuleBasedStateMachine]) -> str:
 def test_a_third_party_scheduler_over_the_protocol_passes_both_contracts() -> None:
     scheduler: Scheduler[Lease] = MeteredScheduler([PlacementOnlyEngine("e0", 2)])
     assert scheduler.try_acquire("g", 2) is not None
+    reference: Scheduler[Lease] = Router([PlacementOnlyEngine("e0", 2)])  # mypy: Router fits
+    assert reference.version == 0
     run_state_machine_as_test(router_contract(MeteredScheduler), settings=QUICK)
     run_state_machine_as_test(refresh_contract(MeteredScheduler), settings=QUICK)
 
