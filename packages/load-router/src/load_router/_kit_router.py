@@ -335,7 +335,15 @@ class RouterContractMachine(RuleBasedStateMachine):
             flat = [v for rollout in self.tokens[rid] for v in rollout]
             lags[f"group-{rid}"] = self.version - min(flat) if flat else 0
         dropped = {g.group_id for g in screened.dropped}
-        check(dropped == {g for g, lag in lags.items() if lag > cap}, "off-policy cap misapplied")
+        too_old = {g for g, lag in lags.items() if lag > cap}
+        check(dropped == too_old, f"off-policy cap {cap} dropped {dropped}, lags are {lags}")
+        clock.advance()
+        stats = clock.history[-1]
+        kept = [lag for lag in lags.values() if lag <= cap]
+        check(
+            (stats.dropped, stats.max_lag) == (len(too_old), max(kept, default=0)),
+            f"update stats {stats} disagree with lags {lags} under cap {cap}",
+        )
 
     # ---------------------------------------------------------------- invariants
     @invariant()
