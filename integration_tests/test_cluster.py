@@ -133,9 +133,9 @@ def test_killing_trainer_rank_1_stops_the_whole_cluster(
     assert len(ranks) == 1, ranks
     os.kill(ranks[0], signal.SIGKILL)
     code = launcher.finish()
-    assert code == 4  # the trainer's exit code
+    assert code == 1  # a runtime failure (the error line names the process)
     last = launcher.lines[-1]
-    assert last.startswith("error: trainer exited with code")
+    assert last.startswith("arctic-swe: error: trainer exited with code")
     assert str(launcher.run_dir / "logs" / "trainer.log") in last
     assert launcher.leftovers() == []
 
@@ -162,8 +162,8 @@ def test_killing_an_engine_stops_the_whole_cluster(
     table = json.loads((launcher.run_dir / "cluster" / "processes.json").read_text())
     engine = next(row for row in table if row["name"] == "engine-1")
     os.kill(engine["pid"], signal.SIGKILL)
-    assert launcher.finish() == 3  # an engine's exit code
-    assert launcher.lines[-1].startswith("error: engine-1 was killed by SIGKILL; see ")
+    assert launcher.finish() == 1  # a runtime failure (the error line names the process)
+    assert launcher.lines[-1].startswith("arctic-swe: error: engine-1 was killed by SIGKILL; see ")
     assert launcher.leftovers() == []
 
 
