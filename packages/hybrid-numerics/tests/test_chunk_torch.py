@@ -180,8 +180,11 @@ def test_agrees_with_the_transformers_torch_fallback(fallback: str) -> None:
     modeling = pytest.importorskip("transformers.models.qwen3_5.modeling_qwen3_5")
     x = make_gdn_inputs(2, 150, 2, 4, 32, 16, seed=13)
     y = x.cast(torch.float32)
+    # transformers < 5.24's fallbacks expect q/k already repeated to the value heads (the layer
+    # did it); value head j reads q/k head j // (HV // H), i.e. repeat_interleave.
+    q, k = (t.repeat_interleave(y.v.shape[2] // y.q.shape[2], dim=2) for t in (y.q, y.k))
     theirs, their_state = getattr(modeling, fallback)(
-        y.q, y.k, y.v, g=y.g, beta=y.beta, initial_state=y.h0, output_final_state=True,
+        q, k, y.v, g=y.g, beta=y.beta, initial_state=y.h0, output_final_state=True,
         use_qk_l2norm_in_kernel=True,
     )  # fmt: skip
     ours, our_state = _chunk32(x, use_qk_l2norm=True)

@@ -13,25 +13,36 @@ from hybrid_numerics._precision_flags import ieee_fp32, state_bmm
 from .conftest import make_gdn_inputs, rms_rel
 
 matmul = torch.backends.cuda.matmul
+#: torch >= 2.9 has ``fp32_precision`` (and refuses mixing it with ``allow_tf32``); older
+#: releases, down to the declared torch 2.5, only ``allow_tf32``.
+NEW_API = hasattr(matmul, "fp32_precision")
+
+
+def _setting() -> str:
+    """The process's CUDA FP32 matmul setting, as the new API spells it."""
+    if NEW_API:
+        return str(matmul.fp32_precision)
+    return "tf32" if matmul.allow_tf32 else "ieee"
 
 
 @pytest.fixture
 def tf32_enabled() -> Iterator[None]:
-    before = matmul.fp32_precision
-    matmul.fp32_precision = "tf32"
+    name = "fp32_precision" if NEW_API else "allow_tf32"
+    before = getattr(matmul, name)
+    setattr(matmul, name, "tf32" if NEW_API else True)
     yield
-    matmul.fp32_precision = before
+    setattr(matmul, name, before)
 
 
 def test_ieee_block_switches_tf32_off_and_restores(tf32_enabled: None) -> None:
     with ieee_fp32():
-        assert matmul.fp32_precision == "ieee"
-    assert matmul.fp32_precision == "tf32"
+        assert _setting() == "ieee"
+    assert _setting() == "tf32"
     with pytest.raises(RuntimeError, match="boom"), ieee_fp32():
         raise RuntimeError("boom")
-    assert matmul.fp32_precision == "tf32"  # restored on the error path too
+    assert _setting() == "tf32"  # restored on the error path too
     with ieee_fp32(enabled=False):  # CPU callers: the flag only changes CUDA products
-        assert matmul.fp32_precision == "tf32"
+        assert _setting() == "tf32"
 
 
 def test_state_bmm_matches_matmul_in_value_and_gradient(tf32_enabled: None) -> None:
@@ -51,4 +62,4 @@ def test_calls_leave_the_process_setting_alone(fn: object, tf32_enabled: None) -
     x = make_gdn_inputs(1, 20, 1, 2, 8, 8, seed=1).cast(torch.float32)
     o, _ = fn(x.q, x.k, x.v, x.g, x.beta, initial_state=x.h0, backend="torch")  # type: ignore[operator]
     assert o.shape == (1, 20, 2, 8)
-    assert matmul.fp32_precision == "tf32"
+    assert _setting() == "tf32"
