@@ -342,8 +342,10 @@ def _example_blocks(package: str) -> list[str]:
     return blocks
 
 
-#: Test files written to be copied out of the repository and run against installed wheels.
-_OUTSIDE_TESTS = ROOT / "integration_tests" / "outside"
+#: Each public testing kit has one test that writes a user's test module into an empty directory
+#: and runs it there with `python -I -m pytest`: with the wheel installed, that is a user's test
+#: file outside the repository using the kit from the installed package.
+_OUTSIDE_TEST = "test_the_kit_runs_from_a_test_module_outside_the_repository"
 
 
 @nox.session(venv_backend="venv", reuse_venv=False)
@@ -352,26 +354,23 @@ def wheel_alone(session: nox.Session, package: str) -> None:
     """Install the member's wheel from dist/ into a fresh venv with plain pip, as its README's
     "Install" section says (sibling wheels named by file, so no index copy of their names can
     win), check the environment, and run the README's example blocks verbatim from an empty
-    directory. Then the test files in integration_tests/outside/ that use this member's public
-    testing kit run there too, copied out of the repository."""
+    directory. A member with a `testing` extra then runs its kit from a user's test file outside
+    the repository against the installed wheel."""
     wheels = [str(_wheel_file(name)) for name in _siblings(package)]
     target = _with_extras(str(_wheel_file(package)), package)
     session.run(
         "python", "-m", "pip", "install", "--quiet", "--find-links", str(DIST), *wheels, target
     )
     session.run("python", "-m", "pip", "check")
-    outside = session.create_tmp()
+    outside = Path(session.create_tmp()).resolve()
     for number, code in enumerate(_example_blocks(package)):
-        script = Path(outside) / f"example_{number}.py"
+        script = outside / f"example_{number}.py"
         script.write_text(code)
         with session.chdir(outside):
             session.run("python", "-I", str(script))
-    kits = sorted(_OUTSIDE_TESTS.glob(f"test_{_module(package)}_*.py"))
-    if kits:
+    if "testing" in _extras(package):
         session.run("python", "-m", "pip", "install", "--quiet", *_TEST_TOOLS)
-        for kit in kits:
-            (Path(outside) / kit.name).write_text(kit.read_text())
-        with session.chdir(outside):
-            session.run(
-                "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", *[k.name for k in kits]
-            )
+        session.run(
+            "python", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+            str(MEMBERS[package] / "tests"), "-k", _OUTSIDE_TEST,
+        )  # fmt: skip

@@ -360,6 +360,9 @@ def test_forgetting_the_cap_is_caught():
 
 def test_the_kit_runs_from_a_test_module_outside_the_repository(tmp_path: Path) -> None:
     """``python -I`` in a temporary directory: only the installed packages are importable."""
+    # the user's own project configuration: without one, pytest would look upwards for one and
+    # could adopt a repository's (with its import mode) when the temporary directory lies inside it
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
     (tmp_path / "test_my_scheduler.py").write_text(USER_TESTS)
     done = subprocess.run(
         [

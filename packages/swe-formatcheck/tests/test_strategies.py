@@ -7,6 +7,7 @@ import random
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -278,3 +279,48 @@ def test_the_package_never_imports_hypothesis_and_the_kit_names_the_extra() -> N
     imported, message = out.stdout.splitlines()
     assert imported == "False"
     assert "pip install 'swe-formatcheck[testing]'" in message
+
+
+# ---------------------------------------------------------------- from outside the repository
+USER_TESTS = '''
+"""A user's own test module: their tool-call parser held to the strict rule."""
+import json
+
+from swe_formatcheck import TOOLSETS, ToolCall
+from swe_formatcheck.strategies import check_parser
+
+TOOLS = TOOLSETS["mini_swe_agent_plus"]
+
+
+def my_hermes_parse(raw):
+    """The user's parser: the JSON between the tags, whatever surrounds it."""
+    start, end = raw.find("<tool_call>"), raw.rfind("</tool_call>")
+    if start < 0 or end < 0:
+        return None
+    call = json.loads(raw[start + len("<tool_call>") : end])
+    return [ToolCall(call["name"], call["arguments"])]
+
+
+def test_my_parser_is_held_to_the_strict_rule():
+    report = check_parser(my_hermes_parse, dialect="hermes", max_examples=40)
+    assert not report.ok
+    assert any(c.problem == "executed_rejected_turn" for c in report.counterexamples)
+'''
+
+
+def test_the_kit_runs_from_a_test_module_outside_the_repository(tmp_path: Path) -> None:
+    """``python -I`` in a temporary directory: only the installed package is importable."""
+    # the user's own project configuration: without one, pytest would look upwards for one and
+    # could adopt a repository's (with its import mode) when the temporary directory lies inside it
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "test_my_parser.py").write_text(USER_TESTS)
+    done = subprocess.run(
+        [sys.executable, "-I", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_my_parser.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout
