@@ -274,5 +274,6 @@ def test_the_cli_grades_a_swebench_row_from_a_checkout(
         assert main([*argv, "--patch", patch]) == 0
         rewards.append(json.loads(capsys.readouterr().out)["reward"])
     assert rewards == [1, 0]
-    assert main([*argv[:-1], str(tmp_path / "elsewhere")]) == 1
+    # a usage error: the --repo-dir named does not hold the row's repository
+    assert main([*argv[:-1], str(tmp_path / "elsewhere")]) == 2
     assert json.loads(capsys.readouterr().out)["error"] == "RepoNotFoundError"
