@@ -44,7 +44,9 @@ def test_candidates_come_from_the_tests_and_their_perturbations() -> None:
     assert "(-6, 0, 10)" in args
     assert "(-5, 0, 11)" in args
     assert len(args) == len(set(args))
-    assert len(cases) >= 1 + 18 + 5 - 3  # seed, perturbations, drawn (minus duplicates)
+    # the seed and its 18 perturbations always; the 5 drawn inputs depend on hypothesis's
+    # version (6.100 repeats more of them than today's), so only "some are new" is the contract
+    assert len(cases) >= 1 + 18 + 1
 
 
 def test_without_literal_calls_zero_arguments_are_probed() -> None:
