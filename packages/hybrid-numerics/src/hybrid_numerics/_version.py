@@ -1,3 +1,3 @@
 """The distribution version, kept static (workspace policy: one place, no VCS lookup)."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
