@@ -272,7 +272,12 @@ def _with_extras(target: str, package: str) -> str:
     return f"{target}[{','.join(extras)}]" if extras else target
 
 
-_TEST_TOOLS = ("pytest>=8.3", "hypothesis>=6.100")
+def _test_tools(package: str) -> list[str]:
+    """The member's own `dev` dependency group: what its tests need besides the package."""
+    groups = tomllib.loads((MEMBERS[package] / "pyproject.toml").read_text()).get(
+        "dependency-groups", {}
+    )
+    return [str(requirement) for requirement in groups.get("dev", [])]
 
 
 def _range_session(session: nox.Session, package: str, resolution: str) -> None:
@@ -283,7 +288,7 @@ def _range_session(session: nox.Session, package: str, resolution: str) -> None:
         f"--resolution={resolution}",
         *siblings,
         _with_extras(str(MEMBERS[package]), package),
-        *_TEST_TOOLS,
+        *_test_tools(package),
     )
     # What the run actually tested against goes into the log, next to its result.
     session.run("uv", "pip", "freeze", "--python", str(Path(session.bin) / "python"), external=True)
@@ -369,7 +374,7 @@ def wheel_alone(session: nox.Session, package: str) -> None:
         with session.chdir(outside):
             session.run("python", "-I", str(script))
     if "testing" in _extras(package):
-        session.run("python", "-m", "pip", "install", "--quiet", *_TEST_TOOLS)
+        session.run("python", "-m", "pip", "install", "--quiet", *_test_tools(package))
         session.run(
             "python", "-m", "pytest", "-q", "-p", "no:cacheprovider",
             str(MEMBERS[package] / "tests"), "-k", _OUTSIDE_TEST,
