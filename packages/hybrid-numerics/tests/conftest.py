@@ -8,6 +8,7 @@ set before :mod:`hybrid_numerics._triton_*` is first imported - i.e. here, at co
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -106,3 +107,13 @@ def recurrent_state(cache: object, layer_idx: int) -> torch.Tensor:
     state = cached_states(cache, layer_idx)[1]
     assert state is not None, f"layer {layer_idx} has no cached recurrent state"
     return state
+
+
+def require_triton() -> None:
+    """Triton is a declared dependency on Linux: there a triton that cannot be imported fails the
+    module (a broken install, e.g. triton 3.2 without setuptools, must not pass as skipped);
+    elsewhere the module is skipped."""
+    if sys.platform == "linux":
+        import triton  # noqa: F401
+    else:
+        pytest.importorskip("triton")

@@ -25,7 +25,7 @@ from hybrid_numerics import (
 )
 from hybrid_numerics._validate import validate_gdn_inputs
 
-from .conftest import GDNInputs, make_gdn_inputs, rms_rel
+from .conftest import GDNInputs, make_gdn_inputs, require_triton, rms_rel
 
 GDNFunction = Callable[..., tuple[torch.Tensor, Any]]
 TOL = 1e-5  # FP32 vs float64, RMS-relative (measured ~1e-7)
@@ -272,7 +272,7 @@ def test_removed_and_deprecated_fla_keywords_are_type_errors(fn: GDNFunction, na
 def test_the_fla_options_reach_the_triton_path_too(fn: GDNFunction) -> None:
     """Mixed dtypes, an fp16 ``[V, K]`` initial state and ``allow_neg_eigval`` on the kernels
     (under the interpreter on CPU), against float64."""
-    pytest.importorskip("triton")
+    require_triton()
     device = "cuda" if torch.cuda.is_available() else "cpu"
     x = _inputs(T=9)
     logits = torch.randn(x.beta.shape, generator=torch.Generator().manual_seed(5))

@@ -20,9 +20,9 @@ import torch
 
 from hybrid_numerics import chunk_gated_delta_rule, reference_gated_delta_rule
 
-from .conftest import GDNInputs, make_gdn_inputs, rms_rel
+from .conftest import GDNInputs, make_gdn_inputs, require_triton, rms_rel
 
-pytest.importorskip("triton")
+require_triton()
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 pytestmark = pytest.mark.skipif(
     DEVICE == "cpu" and os.environ.get("TRITON_INTERPRET") != "1",

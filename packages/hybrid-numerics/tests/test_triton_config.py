@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("triton")
+from .conftest import require_triton
 
-from hybrid_numerics._triton_config import DEFAULT_CONFIGS, MAX_CONFIGS, parse_configs
+require_triton()
+
+from hybrid_numerics._triton_config import DEFAULT_CONFIGS, MAX_CONFIGS, parse_configs  # noqa: E402
 
 
 def test_default_set_is_pruned() -> None:

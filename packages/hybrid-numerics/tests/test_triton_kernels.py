@@ -17,9 +17,9 @@ from hybrid_numerics import (
     reference_gated_delta_rule,
 )
 
-from .conftest import GDNInputs, make_gdn_inputs, rms_rel
+from .conftest import GDNInputs, make_gdn_inputs, require_triton, rms_rel
 
-pytest.importorskip("triton")
+require_triton()
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 pytestmark = pytest.mark.skipif(
     DEVICE == "cpu" and os.environ.get("TRITON_INTERPRET") != "1",
