@@ -24,7 +24,8 @@ def parse_source(source: str, mode: Literal["exec", "eval"] = "exec") -> Any:
         return ast.parse(source, mode=mode)
 
 
-def literal_eval(text: str) -> Any:
-    """``ast.literal_eval(text)`` under the process-wide parse lock."""
+def literal_eval(text: str | ast.expr) -> Any:
+    """``ast.literal_eval(text)`` (source text or an already parsed expression node) under the
+    process-wide parse lock."""
     with _PARSE_LOCK:
         return ast.literal_eval(text)
