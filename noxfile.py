@@ -322,29 +322,35 @@ def _wheel_file(package: str) -> Path:
     return wheel
 
 
-_FENCE_PYTHON = "```python\n"
-
-
 def _example_blocks(package: str) -> list[str]:
     """The python blocks of the README's `## Example…` sections, illustrations left out: the
-    quick-start a new user copies."""
-    blocks: list[str] = []
-    in_example = False
-    previous = ""
-    lines = iter((MEMBERS[package] / "README.md").read_text().splitlines(keepends=True))
-    for line in lines:
-        if line.startswith("## "):
-            in_example = line.startswith("## Example")
-        elif in_example and line == _FENCE_PYTHON and "illustration" not in previous:
-            code = []
-            for body in lines:
-                if body.startswith("```"):
-                    break
-                code.append(body)
-            blocks.append("".join(code))
-        if line.strip():
-            previous = line
-    return blocks
+    quick-start a new user copies. Blocks and their markers are read by the README test's own
+    parser (`integration_tests/test_readme_examples.py`), so both agree on what a block is."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "readme_examples", ROOT / "integration_tests" / "test_readme_examples.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    readme_examples = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(readme_examples)
+    readme = MEMBERS[package] / "README.md"
+    headings = [
+        (number, line.startswith("## Example"))
+        for number, line in enumerate(readme.read_text().splitlines(), start=1)
+        if line.startswith("## ")
+    ]
+
+    def in_example(line: int) -> bool:
+        above = [is_example for number, is_example in headings if number < line]
+        return bool(above) and above[-1]
+
+    return [
+        block.code
+        for block in readme_examples.readme_blocks(readme)
+        if block.language == "python" and block.marker != "illustration" and in_example(block.line)
+    ]
 
 
 #: Each public testing kit has one test that writes a user's test module into an empty directory
