@@ -197,6 +197,19 @@ def differential(session: nox.Session) -> None:
     )
 
 
+@nox.session
+def fla_peer(session: nox.Session) -> None:
+    """hybrid-numerics' fla-compatible call surface against fla-core 0.6.0's own signatures, in
+    an environment of its own (fla is never in the workspace: transformers would route Qwen3.5
+    layers to its GPU kernels)."""
+    _sync_workspace(session)
+    session.install("fla-core==0.6.0")
+    tests = MEMBERS["hybrid-numerics"] / "tests"
+    session.run(
+        "pytest", str(tests / "test_fla_peer.py"), "-p", "no:cacheprovider", *session.posargs
+    )
+
+
 @nox.session(tags=["nightly"])
 def nightly(session: nox.Session) -> None:
     """The heavy cases (`slow` marker) across the whole workspace."""
