@@ -100,8 +100,8 @@ def test_the_in_process_adapter_steps_off_the_event_loop_and_writes_the_weights(
     assert trainer.steps == 1
     assert trainer.world_size == 1
     assert sum(began < t < ended for t in ticks) >= 3
-    weights = load_file(str(path))
-    assert path.name == "policy-v1.safetensors"
+    weights = load_file(str(path / "model.safetensors"))
+    assert path.name == "policy-v1"
     assert "lm_head.weight" not in weights  # the tied alias, as Trainer.weights() leaves out
     assert weights.keys() == trainer.trainer.weights().keys()
 

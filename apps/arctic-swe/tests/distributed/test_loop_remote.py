@@ -130,7 +130,7 @@ def test_the_loop_trains_through_a_two_rank_trainer_while_generating(tmp_path: P
     assert (run.checkpoints / "trainer" / "step-3" / "dcp" / ".metadata").is_file()
     model = load_policy(policy_dir(run.root))
     assert sum(p.numel() for p in model.parameters()) > 0
-    assert (run.root / "weights" / "policy-v3.safetensors").is_file()
+    assert (run.root / "weights" / "policy-v3" / "model.safetensors").is_file()
 
 
 def test_a_remote_run_resumes_with_a_resumed_trainer_and_a_fresh_engine(tmp_path: Path) -> None:

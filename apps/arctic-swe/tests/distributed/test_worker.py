@@ -63,7 +63,7 @@ async def _step(
         stats = await trainer.step(batch, versions=versions, version=trainer.version + 1)
         path = await trainer.weights_file(trainer.version, Path("unused"))
         assert trainer.last_stats["oldest_version"] == 0
-        return stats, load_file(str(path)), trainer.last_digest
+        return stats, load_file(str(path / "model.safetensors")), trainer.last_digest
     finally:
         await trainer.aclose()
 

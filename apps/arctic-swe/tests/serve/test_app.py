@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from arctic_swe.engine import EngineConfig, Generation, TorchEngine
-from arctic_swe.engine._http import parse_prometheus
+from arctic_swe.engine._wire import parse_prometheus
 from arctic_swe.model import load_policy
 from arctic_swe.serve import save_weight_file
 from load_router import GenerateRequest
@@ -86,7 +86,8 @@ def test_completions_are_exactly_the_in_process_engines(
         choice = body["choices"][0]
         assert choice["token_ids"] == list(turn.token_ids)
         assert choice["logprobs"]["token_logprobs"] == list(turn.logprobs)  # bit for bit
-        assert choice["weight_versions"] == [{"version": "0", "start": 0, "end": max_new}]
+        # vLLM's label for weights nobody has labelled yet
+        assert choice["weight_versions"] == [{"version": "default", "start": 0, "end": max_new}]
         assert choice["finish_reason"] == "length"
         assert body["usage"] == {
             "prompt_tokens": len(prompt),
@@ -224,7 +225,7 @@ def test_abort_mode_pause_answers_running_requests_with_their_partial_output(
     assert choice["finish_reason"] == "abort"
     tokens = choice["token_ids"]
     assert 3 <= len(tokens) < 60
-    assert choice["weight_versions"] == [{"version": "0", "start": 0, "end": len(tokens)}]
+    assert choice["weight_versions"] == [{"version": "default", "start": 0, "end": len(tokens)}]
     assert partial.json()["usage"]["completion_tokens"] == len(tokens)
     assert aborted == 1
     assert refused.status_code == 503
@@ -253,54 +254,76 @@ def test_bad_pause_mode_is_400(server: ServerProcess) -> None:
     assert httpx.get(server.url + "/is_paused", timeout=TIMEOUT).json() == {"is_paused": False}
 
 
-def _bad_files(tmp_path: Path) -> list[tuple[Path, str]]:
+def _bad_dirs(tmp_path: Path) -> list[tuple[Path, str]]:
     good = perturbed_state(tiny_policy(), seed=3)
     name = "model.layers.0.mlp.up_proj.weight"
     wrong_shape = dict(good, **{name: good[name][:-1]})
     wrong_dtype = dict(good, **{name: good[name].to(torch.bfloat16)})
     missing = {k: v for k, v in good.items() if k != name}
     extra = dict(good, **{"model.layers.9.mlp.up_proj.weight": good[name]})
-    files = []
+    dirs = []
     for label, state in [("shape", wrong_shape), ("dtype", wrong_dtype), ("missing", missing)]:
-        files.append((save_weight_file(state, tmp_path / f"{label}.safetensors"), label))
-    files.append((save_weight_file(extra, tmp_path / "extra.safetensors"), "not in the served"))
-    not_weights = tmp_path / "garbage.safetensors"
-    not_weights.write_bytes(b"\x00" * 64)
-    files.append((not_weights, "cannot read"))
-    files.append((tmp_path / "absent.safetensors", "not found"))
-    return files
+        dirs.append((save_weight_file(state, tmp_path / label / "model.safetensors").parent, label))
+    extra_dir = save_weight_file(extra, tmp_path / "extra" / "model.safetensors").parent
+    dirs.append((extra_dir, "not in the served"))
+    (tmp_path / "garbage").mkdir()
+    (tmp_path / "garbage" / "model.safetensors").write_bytes(b"\x00" * 64)
+    dirs.append((tmp_path / "garbage", "cannot read"))
+    (tmp_path / "empty").mkdir()
+    dirs.append((tmp_path / "empty", "no *.safetensors"))
+    dirs.append((tmp_path / "absent", "not found"))
+    return dirs
 
 
-def test_weights_with_a_wrong_shape_dtype_or_name_set_are_refused_and_old_weights_kept(
+def _reload(server: ServerProcess, path: Path | str, **extra: Any) -> httpx.Response:
+    kwargs = {"weights_path": str(path), "is_checkpoint_format": True, **extra}
+    return post(server, "/collective_rpc", json={"method": "reload_weights", "kwargs": kwargs})
+
+
+def test_reloads_with_a_wrong_shape_dtype_or_name_set_are_refused_and_old_weights_kept(
     server: ServerProcess, tmp_path: Path
 ) -> None:
     before = post(server, "/v1/completions", json=completion([9, 9, 9], 8, 4)).json()
-    post(server, "/init_weight_transfer_engine", json={"init_info": {}})
-    for path, words in _bad_files(tmp_path):
+    label = httpx.get(server.url + "/weight_info", timeout=TIMEOUT).json()
+    for path, words in _bad_dirs(tmp_path):
         post(server, "/pause?mode=keep&clear_cache=true")
-        assert post(server, "/start_weight_update").status_code == 200
-        answer = post(server, "/update_weights", json={"update_info": {"weights_path": str(path)}})
+        answer = _reload(server, path)
         assert answer.status_code == 400, answer.text
         assert words in answer.json()["error"]["message"]
-        finish = post(server, "/finish_weight_update", json={"weight_version": "1"})
-        assert finish.status_code == 400
-        assert "no weights staged" in finish.text
         post(server, "/resume")
-    assert httpx.get(server.url + "/weight_info", timeout=TIMEOUT).json() == {"weight_version": "0"}
+    assert httpx.get(server.url + "/weight_info", timeout=TIMEOUT).json() == label
     after = post(server, "/v1/completions", json=completion([9, 9, 9], 8, 4)).json()
     assert after["choices"] == before["choices"]
 
 
 def test_weight_routes_out_of_order_or_malformed_are_400(server: ServerProcess) -> None:
-    assert (
-        post(server, "/update_weights", json={"update_info": {"weights_path": "x"}}).status_code
-        == 400
-    )
+    label = httpx.get(server.url + "/weight_info", timeout=TIMEOUT).json()
+    not_initialised = post(server, "/start_weight_update")
+    assert not_initialised.status_code == 400
+    assert "init_weight_transfer_engine" in not_initialised.text
     assert post(server, "/update_weights", json={"update_info": {}}).status_code == 400
     assert post(server, "/update_weights", content=b"nope").status_code == 400
-    nccl = post(server, "/init_weight_transfer_engine", json={"init_info": {"backend": "nccl"}})
-    assert nccl.status_code == 400
-    assert "checkpoint-format" in nccl.text
-    post(server, "/start_weight_update")
-    assert post(server, "/finish_weight_update", json={"weight_version": "0"}).status_code == 400
-    assert httpx.get(server.url + "/weight_info", timeout=TIMEOUT).json() == {"weight_version": "0"}
+    assert post(server, "/finish_weight_update", json={"weight_version": "9"}).status_code == 400
+    assert post(server, "/init_weight_transfer_engine", json={"init_info": 3}).status_code == 400
+    other = post(server, "/collective_rpc", json={"method": "sleep", "kwargs": {}})
+    assert other.status_code == 400
+    assert "only reload_weights" in other.text
+    assert _reload(server, "x", dtype="fp8").status_code == 400
+    assert _reload(server, "x", is_checkpoint_format=False).status_code == 400
+    assert post(server, "/update_weight_version", json={}).status_code == 400
+    assert post(server, "/update_weight_version", json={"new_version": ""}).status_code == 400
+    assert httpx.get(server.url + "/weight_info", timeout=TIMEOUT).json() == label
+
+
+def test_a_label_set_without_new_weights_marks_later_tokens_only(server: ServerProcess) -> None:
+    before = post(server, "/v1/completions", json=completion([4, 5], 6, 1)).json()
+    answer = post(server, "/update_weight_version", json={"new_version": "17"})
+    assert answer.json() == {"success": True, "new_version": "17"}
+    assert httpx.get(server.url + "/weight_info", timeout=TIMEOUT).json() == {
+        "weight_version": "17"
+    }
+    after = post(server, "/v1/completions", json=completion([4, 5], 6, 1)).json()
+    assert after["choices"][0]["weight_versions"] == [{"version": "17", "start": 0, "end": 6}]
+    # the weights did not change: the same seed samples the same tokens, bit for bit
+    assert after["choices"][0]["token_ids"] == before["choices"][0]["token_ids"]
+    assert after["choices"][0]["logprobs"] == before["choices"][0]["logprobs"]

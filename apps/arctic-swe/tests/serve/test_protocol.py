@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from arctic_swe.serve import CompletionRequest, UpdateInfo, spans_from_versions
+from arctic_swe.serve import CompletionRequest, spans_from_versions
 
 token_ids = st.lists(st.integers(0, 10_000), min_size=1, max_size=50)
 
@@ -45,6 +45,10 @@ def test_a_vllm_rl_request_parses_to_its_token_ids(
         ({"temperature": 0.7}, "temperature"),
         ({"top_p": 0.9}, "top_p"),
         ({"top_k": 5}, "top_k"),
+        ({"min_p": 0.05}, "min_p"),
+        ({"repetition_penalty": 1.1}, "repetition_penalty"),
+        ({"presence_penalty": 0.5}, "penalties"),
+        ({"frequency_penalty": -0.5}, "penalties"),
         ({"logprobs": 3}, "logprobs=3"),
     ],
 )
@@ -52,6 +56,15 @@ def test_sampling_the_engine_does_not_do_is_named(extra: dict[str, Any], words: 
     reason = CompletionRequest.model_validate({"prompt": [1], **extra}).unsupported()
     assert reason is not None
     assert words in reason
+
+
+def test_the_clients_explicit_neutral_sampling_is_accepted() -> None:
+    from arctic_swe.engine._wire import NEUTRAL_SAMPLING
+
+    request = CompletionRequest.model_validate({"prompt": [1], **NEUTRAL_SAMPLING})
+    assert request.neutral_sampling()
+    assert request.unsupported() is None
+    assert CompletionRequest.model_validate({"prompt": [1], "top_k": -1}).neutral_sampling()
 
 
 @pytest.mark.parametrize(
@@ -70,17 +83,9 @@ def test_out_of_range_numbers_are_refused(field: dict[str, int]) -> None:
 
 @given(st.lists(st.integers(0, 6), max_size=60).map(sorted))
 def test_spans_tile_the_output_one_per_version_run(versions: list[int]) -> None:
-    spans = spans_from_versions(versions)
+    spans = spans_from_versions([str(v) for v in versions])
     assert [s.start for s in spans] == [0, *(s.end for s in spans[:-1])][: len(spans)]
     assert (spans[-1].end if spans else 0) == len(versions)
     assert [int(s.version) for s in spans] == sorted(set(versions))
     rebuilt = [int(s.version) for s in spans for _ in range(s.end - s.start)]
     assert rebuilt == versions
-
-
-def test_update_info_needs_a_path() -> None:
-    assert UpdateInfo.model_validate({"weights_path": "/w.safetensors"}).is_checkpoint_format
-    with pytest.raises(ValidationError):
-        UpdateInfo.model_validate({"weights_path": ""})
-    with pytest.raises(ValidationError):
-        UpdateInfo.model_validate({})

@@ -18,7 +18,6 @@ half-written checkpoint named as the latest.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -110,12 +109,3 @@ def write_hf_checkpoint(
             shutil.copy2(source, target / source.name)
     config.save_pretrained(str(target))
     save_file(weights, str(target / "model.safetensors"), metadata={"format": "pt"})
-
-
-def save_weights_file(weights: dict[str, torch.Tensor], path: Path) -> None:
-    """One safetensors file for an engine refresh, written atomically (an engine never reads
-    a half-written file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    save_file(weights, str(tmp), metadata={"format": "pt"})
-    os.replace(tmp, path)

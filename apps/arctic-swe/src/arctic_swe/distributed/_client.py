@@ -83,12 +83,9 @@ class InProcessTrainer:
         return await asyncio.to_thread(self.trainer.step, samples)
 
     async def weights_file(self, version: int, directory: Path) -> Path:
-        from arctic_swe.distributed._checkpoint import save_weights_file
+        from arctic_swe._published import publish
 
-        directory.mkdir(parents=True, exist_ok=True)
-        path = directory / f"policy-v{version}.safetensors"
-        await asyncio.to_thread(save_weights_file, self.trainer.weights(), path)
-        return path
+        return await asyncio.to_thread(publish, self.trainer.weights(), directory, version)
 
 
 class RemoteTrainer:

@@ -21,12 +21,12 @@ import torch
 import torch.distributed as dist
 
 from arctic_swe._process import die_with_parent
+from arctic_swe._published import prune, publish, published_dir
 from arctic_swe.config import RunConfig
 from arctic_swe.distributed._checkpoint import (
     latest_sharded,
     load_sharded,
     save_sharded,
-    save_weights_file,
     trainer_checkpoints,
 )
 from arctic_swe.distributed._sharded import ShardedTrainer, ShardStats
@@ -109,10 +109,11 @@ class Worker:
         self.version += 1
         self.history.append(stats.seconds)
         weights = self.trainer.full_weights()
-        path = self.options.run_dir / "weights" / f"policy-v{self.version}.safetensors"
+        root = self.options.run_dir / "weights"
+        path = published_dir(root, self.version)
         if weights is not None:
-            save_weights_file(weights, path)
-            _prune_weights(path)
+            publish(weights, root, self.version)
+            prune(root, keep=_KEEP_WEIGHT_FILES, current=path)
         return StepResult(stats, self.version, path)
 
     def _checkpoint(self) -> Path:
@@ -171,16 +172,3 @@ def stop_worker() -> None:
     """Leave the process group (collective teardown; a no-op when it was never joined)."""
     if dist.is_initialized():
         dist.destroy_process_group()
-
-
-def _prune_weights(current: Path) -> None:
-    """Keep the newest ``_KEEP_WEIGHT_FILES`` ``policy-vN.safetensors`` beside ``current``
-    (an engine may still be loading the previous one); files not named so are left alone."""
-    files = sorted(
-        (p for p in current.parent.glob("policy-v*.safetensors")
-         if p.stem.removeprefix("policy-v").isdigit()),
-        key=lambda p: int(p.stem.removeprefix("policy-v")),
-    )  # fmt: skip
-    for old in files[:-_KEEP_WEIGHT_FILES]:
-        if old != current:
-            old.unlink(missing_ok=True)

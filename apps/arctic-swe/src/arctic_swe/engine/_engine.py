@@ -210,6 +210,23 @@ class TorchEngine:
         self.last_refresh = stats
         return stats
 
+    async def relabel(self, version: int) -> None:
+        """Sample under ``version`` from the next step on without touching the weights (a
+        server relabelling what it serves: vLLM's ``/update_weight_version``). Tokens
+        already sampled keep the version they were sampled under."""
+        self._check_open()
+        if isinstance(version, bool) or not isinstance(version, int):
+            raise RefreshError(f"version must be an int, got {version!r}")
+        if version <= self._latest_version:
+            raise RefreshError(f"version {version} is not newer than {self._latest_version}")
+        self._latest_version = version
+        core = self._core
+
+        def action() -> None:
+            core.version = version
+
+        await self._submit(action)
+
     @property
     def paused(self) -> bool:
         """Whether scheduling is frozen (:meth:`pause`)."""

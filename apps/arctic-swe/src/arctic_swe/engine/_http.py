@@ -1,8 +1,19 @@
-"""``HttpEngine``: load-router's ``Engine`` over an engine server's HTTP protocol.
+"""``HttpEngine``: load-router's ``Engine`` over vLLM 0.33's HTTP API.
 
-The server is ``arctic-swe serve`` (the app's torch engine) or a stock ``vllm serve`` — both
-speak the same subset of vLLM's OpenAI-compatible and RL routes (Arctic-SWE §3.3): token ids in,
-per-token log-probs and weight-version spans out; keep-mode pause, weight transfer, resume.
+The server is a stock ``vllm serve`` (with ``VLLM_SERVER_DEV_MODE=1``) or ``arctic-swe serve``
+(the app's CPU torch engine), which implements the same routes with the same semantics
+(Arctic-SWE §3.3): token ids in, per-token raw log-probs and weight-version spans out;
+keep-mode pause, a weight refresh by one of the two paths vLLM 0.33 offers, resume.
+
+Refresh paths (``HttpEngineConfig.weight_transfer``):
+
+* ``"reload"`` — the trainer publishes a directory of ``*.safetensors`` (Hugging Face names);
+  ``POST /collective_rpc`` ``reload_weights`` loads it in place, ``POST /update_weight_version``
+  labels it.
+* ``"nccl"`` — vLLM's weight-transfer protocol: ``/init_weight_transfer_engine`` (once, while
+  the trainer joins the engine's group), ``/start_weight_update``, ``/update_weights`` (names,
+  dtypes, shapes, while the trainer broadcasts), ``/finish_weight_update`` (with the label).
+  The trainer side is a :class:`WeightSender`.
 """
 
 from __future__ import annotations
@@ -10,9 +21,9 @@ from __future__ import annotations
 import asyncio
 import math
 import random
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
 
 import attrs
 import httpx
@@ -24,14 +35,59 @@ from arctic_swe.engine._errors import (
     RefreshError,
     RequestError,
 )
+from arctic_swe.engine._wire import (
+    completion_body,
+    error_message,
+    finish_reason,
+    joined,
+    parse_completion,
+    parse_prometheus,
+    version_label,
+)
 from load_router import GenerateRequest, GenerateResult
+
+#: The two weight-refresh paths of vLLM 0.33 (module docstring).
+WEIGHT_TRANSFERS = ("reload", "nccl")
 
 #: HTTP statuses worth another try: the server is overloaded, restarting or paused.
 _RETRY_STATUSES = frozenset({500, 502, 503, 504})
+#: Routes that change the served weights or their label: never repeated after the server may
+#: have acted on them (see ``HttpEngine._call``).
+_ONCE_ROUTES = frozenset(
+    {
+        "/init_weight_transfer_engine",
+        "/start_weight_update",
+        "/update_weights",
+        "/finish_weight_update",
+        "/collective_rpc",
+        "/update_weight_version",
+    }
+)
 #: Connections per pool. httpcore scans every connection of its pool for every queued request
 #: on each request and response (quadratic in the concurrency): 32 turns in one pool cost ~2 ms
 #: of client CPU each, so concurrent turns are spread over several small pools instead.
 _LANE_CONNECTIONS = 8
+
+
+class WeightSender(Protocol):
+    """The trainer side of the ``"nccl"`` refresh path: one weight-transfer group per engine
+    (the trainer is rank 0), vLLM 0.33's init and update payloads, and the broadcast."""
+
+    def init_info(self, engine_id: str) -> dict[str, Any]:
+        """The ``init_info`` of ``/init_weight_transfer_engine`` for ``engine_id``."""
+        ...
+
+    def connect(self, engine_id: str) -> Awaitable[None]:
+        """Join ``engine_id``'s group (runs while the engine's init route runs)."""
+        ...
+
+    def update_info(self, version: int) -> Awaitable[dict[str, Any]]:
+        """``{"names", "dtype_names", "shapes"}`` of ``version``'s weights."""
+        ...
+
+    def send(self, engine_id: str, version: int) -> Awaitable[None]:
+        """Broadcast ``version``'s weights (runs while the engine's ``/update_weights`` runs)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -47,8 +103,11 @@ class HttpEngineConfig:
       or a 5xx; then :class:`EngineUnavailableError`.
     * ``backoff_s`` / ``backoff_max_s`` — exponential back-off between tries (with jitter).
     * ``stop_token_ids`` — sent with every completion; ``None``: the server's default stop set.
-    * ``init_info`` — the ``/init_weight_transfer_engine`` payload sent before the first
-      refresh (the checkpoint-format file path needs none).
+    * ``weight_transfer`` — the refresh path: ``"reload"`` (a weights directory through
+      ``/collective_rpc reload_weights``) or ``"nccl"`` (vLLM's weight-transfer routes, with a
+      :class:`WeightSender`).
+    * ``initial_version`` — the policy version of the weights the server started with: what
+      vLLM's start label ``"default"`` means (0 in a fresh run; a resumed run's version).
     """
 
     model: str = "arctic-swe"
@@ -59,7 +118,8 @@ class HttpEngineConfig:
     backoff_s: float = 0.1
     backoff_max_s: float = 2.0
     stop_token_ids: tuple[int, ...] | None = None
-    init_info: Mapping[str, Any] = field(default_factory=dict)
+    weight_transfer: Literal["reload", "nccl"] = "reload"
+    initial_version: int = 0
 
     def __post_init__(self) -> None:
         for name in ("connect_timeout_s", "request_timeout_s", "control_timeout_s"):
@@ -70,6 +130,13 @@ class HttpEngineConfig:
             raise RequestError(f"retries must be a non-negative int, got {self.retries!r}")
         if not 0 <= self.backoff_s <= self.backoff_max_s:
             raise RequestError("need 0 <= backoff_s <= backoff_max_s")
+        if self.weight_transfer not in WEIGHT_TRANSFERS:
+            raise RequestError(
+                f"weight_transfer must be one of {WEIGHT_TRANSFERS}, got {self.weight_transfer!r}"
+            )
+        version = self.initial_version
+        if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+            raise RequestError(f"initial_version must be a non-negative int, got {version!r}")
 
 
 class HttpEngine:
@@ -91,6 +158,7 @@ class HttpEngine:
         *,
         capacity: int,
         config: HttpEngineConfig | None = None,
+        weight_sender: WeightSender | None = None,
     ) -> None:
         if not engine_id:
             raise RequestError("engine_id must be a non-empty string")
@@ -102,6 +170,12 @@ class HttpEngine:
         self._capacity = capacity
         self.base_url = base_url.rstrip("/")
         self.config = config or HttpEngineConfig()
+        if self.config.weight_transfer == "nccl" and weight_sender is None:
+            raise RequestError(
+                f"engine {engine_id}: weight_transfer 'nccl' needs a weight_sender (the trainer "
+                "side of the broadcast)"
+            )
+        self._sender = weight_sender
         self._clients: list[httpx.AsyncClient] = []  # lane 0 also carries control calls
         self._lane_load: list[int] = []
         self._in_flight = 0
@@ -161,13 +235,15 @@ class HttpEngine:
                     max_new_tokens=request.max_new_tokens - done,
                     seed=None if request.seed is None else (request.seed + done) % 2**63,
                 )
-            body = self._completion_body(piece)
+            body = completion_body(
+                piece, model=self.config.model, stop_token_ids=self.config.stop_token_ids
+            )
             reply = await self._call("POST", "/v1/completions", json=body, kind="generate")
-            part = parse_completion(reply)
+            part = self._parsed(reply)
             parts.append(part)
             done += len(part.token_ids)
             if finish_reason(reply) != "abort" or done >= request.max_new_tokens:
-                return _joined(parts)
+                return joined(parts)
             idle_aborts = 0 if part.token_ids else idle_aborts + 1
             if idle_aborts > self.config.retries:
                 raise EngineUnavailableError(
@@ -179,16 +255,16 @@ class HttpEngine:
     async def refresh(
         self, weights_ref: str, version: int, *, invalidate_caches: bool = True
     ) -> None:
-        """Load the safetensors file ``weights_ref`` as ``version`` while requests are in flight.
-
-        The protocol (vLLM's keep-mode RL flow): ``/pause?mode=keep&clear_cache=…`` freezes
-        running sequences where they are; ``/start_weight_update`` → ``/update_weights`` →
-        ``/finish_weight_update`` swaps the weights and labels them ``str(version)``;
-        ``/resume`` continues. With ``invalidate_caches`` the server drops every cache, so
-        each token after the refresh is sampled from caches recomputed under the new weights;
-        ``False`` is the stale-cache ablation. ``/resume`` is sent even when the update
-        fails, so a refused refresh (:class:`RefreshError`) leaves the engine serving its old
-        weights.
+        """Load new weights as ``version`` while requests are in flight (vLLM's keep-mode RL
+        flow, module docstring): ``/pause?mode=keep&clear_cache=…`` freezes running sequences
+        where they are, the configured path loads and labels the weights ``str(version)``,
+        ``/resume`` continues. ``weights_ref`` is the published weights directory (the
+        ``"reload"`` path; the ``"nccl"`` path sends the sender's ``version`` and only
+        records it). With ``invalidate_caches`` the server drops every cache at the pause,
+        so each token after the refresh is sampled from caches recomputed under the new
+        weights; ``False`` is the stale-cache ablation. ``/resume`` is sent even when the
+        update fails, so a refused refresh (:class:`RefreshError`, naming the engine and the
+        route) leaves the engine serving its old weights.
         """
         if not isinstance(weights_ref, str) or not weights_ref:
             raise RefreshError(f"weights_ref must be a path string, got {weights_ref!r}")
@@ -197,24 +273,70 @@ class HttpEngine:
         if self._refresh_lock is None:
             self._refresh_lock = asyncio.Lock()
         async with self._refresh_lock:
-            if not self._initialised:
-                await self._control(
-                    "POST",
-                    "/init_weight_transfer_engine",
-                    json={"init_info": dict(self.config.init_info)},
-                )
-                self._initialised = True
+            if self.config.weight_transfer == "nccl" and not self._initialised:
+                await self._join_sender()
             clear = "true" if invalidate_caches else "false"
             await self._control("POST", f"/pause?mode=keep&clear_cache={clear}")
             try:
-                await self._control("POST", "/start_weight_update")
-                update = {"weights_path": weights_ref, "is_checkpoint_format": True}
-                await self._control("POST", "/update_weights", json={"update_info": update})
-                await self._control(
-                    "POST", "/finish_weight_update", json={"weight_version": str(version)}
-                )
+                if self.config.weight_transfer == "nccl":
+                    await self._update_by_broadcast(version)
+                else:
+                    await self._update_by_reload(weights_ref, version)
             finally:
                 await self._control("POST", "/resume")
+
+    async def set_version(self, version: int) -> None:
+        """Label the served weights ``version`` without loading any
+        (``POST /update_weight_version``): a resumed run's engines, started from the run's
+        newest published weights, say so before their first turn."""
+        if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+            raise RefreshError(f"version must be a non-negative int, got {version!r}")
+        await self._control("POST", "/update_weight_version", json={"new_version": str(version)})
+
+    async def _update_by_reload(self, weights_dir: str, version: int) -> None:
+        rpc = {
+            "method": "reload_weights",
+            "kwargs": {"weights_path": weights_dir, "is_checkpoint_format": True},
+        }
+        await self._control("POST", "/collective_rpc", json=rpc)
+        await self._control("POST", "/update_weight_version", json={"new_version": str(version)})
+
+    async def _join_sender(self) -> None:
+        assert self._sender is not None  # the constructor insists on one for "nccl"
+        init_info = self._sender.init_info(self._engine_id)
+        await self._concurrently(
+            self._control("POST", "/init_weight_transfer_engine", json={"init_info": init_info}),
+            self._sender.connect(self._engine_id),
+            route="/init_weight_transfer_engine",
+        )
+        self._initialised = True
+
+    async def _update_by_broadcast(self, version: int) -> None:
+        assert self._sender is not None
+        update_info = await self._sender.update_info(version)
+        await self._control("POST", "/start_weight_update")
+        await self._concurrently(
+            self._control("POST", "/update_weights", json={"update_info": update_info}),
+            self._sender.send(self._engine_id, version),
+            route="/update_weights",
+        )
+        await self._control("POST", "/finish_weight_update", json={"weight_version": str(version)})
+
+    async def _concurrently(
+        self, engine_call: Awaitable[Any], trainer_call: Awaitable[None], *, route: str
+    ) -> None:
+        """Run an engine route and the trainer side of the same collective together (both
+        block inside it); the first failure wins, named by side. A trainer side that fails
+        (an unreachable trainer endpoint) is a :class:`RefreshError` for this engine."""
+        outcomes = await asyncio.gather(engine_call, trainer_call, return_exceptions=True)
+        engine_error, trainer_error = outcomes
+        if isinstance(engine_error, BaseException):
+            raise engine_error
+        if isinstance(trainer_error, BaseException):
+            raise RefreshError(
+                f"engine {self._engine_id}: POST {route}: the trainer side failed: "
+                f"{trainer_error!r}"
+            ) from trainer_error
 
     # ------------------------------------------------------------ service calls
     async def health(self) -> bool:
@@ -239,11 +361,16 @@ class HttpEngine:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 1.0)
 
-    async def weight_version(self) -> str | None:
-        """The server's current weight-version label (``GET /weight_info``)."""
+    async def weight_version(self) -> int:
+        """The policy version the server samples under now (``GET /weight_info``; vLLM's
+        start label ``"default"`` is ``initial_version``)."""
         reply = await self._control("GET", "/weight_info")
-        version = reply.get("weight_version")
-        return None if version is None else str(version)
+        try:
+            return version_label(
+                reply.get("weight_version"), start_version=self.config.initial_version
+            )
+        except EngineProtocolError as exc:
+            raise EngineProtocolError(f"engine {self._engine_id}: GET /weight_info: {exc}") from exc
 
     async def is_paused(self) -> bool:
         """``GET /is_paused``."""
@@ -264,23 +391,13 @@ class HttpEngine:
             await client.aclose()
 
     # ------------------------------------------------------------------ internals
-    def _completion_body(self, request: GenerateRequest) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "model": self.config.model,
-            "prompt": list(request.prompt_ids),
-            "max_tokens": request.max_new_tokens,
-            "temperature": 1.0,
-            "top_p": 1.0,
-            "logprobs": 0,
-            "return_token_ids": True,
-            "return_weight_versions": True,
-            "skip_special_tokens": False,
-        }
-        if request.seed is not None:
-            body["seed"] = request.seed
-        if self.config.stop_token_ids is not None:
-            body["stop_token_ids"] = list(self.config.stop_token_ids)
-        return body
+    def _parsed(self, reply: object) -> GenerateResult:
+        try:
+            return parse_completion(reply, start_version=self.config.initial_version)
+        except EngineProtocolError as exc:
+            raise EngineProtocolError(
+                f"engine {self._engine_id}: POST /v1/completions: {exc}"
+            ) from exc
 
     def _http(self, lane: int = 0) -> httpx.AsyncClient:
         if self._closed:
@@ -320,8 +437,13 @@ class HttpEngine:
         kind: str,
         text: bool = False,
     ) -> Any:
-        """One request with bounded retries on connection failures and 5xx answers."""
+        """One request with bounded retries on connection failures and 5xx answers.
+
+        A weight route (:data:`_ONCE_ROUTES`) is sent again only when the connection was never
+        made: its 5xx, or a connection lost mid-answer, leaves the server's weights in an
+        unknown state (half loaded, a collective half done), so the engine is down at once."""
         timeout = self._timeout(control=kind != "generate")
+        once = path.split("?")[0] in _ONCE_ROUTES
         last = ""
         for attempt in range(self.config.retries + 1):
             if attempt:
@@ -329,7 +451,7 @@ class HttpEngine:
             lane = self._least_loaded_lane() if kind == "generate" else 0
             try:
                 response = await self._send(lane, method, path, json, timeout)
-            except httpx.ConnectTimeout as exc:
+            except (httpx.ConnectTimeout, httpx.ConnectError) as exc:  # never reached it
                 last = repr(exc)
                 continue
             except httpx.TimeoutException as exc:
@@ -338,23 +460,32 @@ class HttpEngine:
                 raise EngineUnavailableError(
                     f"engine {self._engine_id}: {method} {path} timed out ({exc!r})"
                 ) from exc
-            except httpx.TransportError as exc:  # refused, reset, closed mid-answer
+            except httpx.TransportError as exc:  # reset, closed mid-answer
+                if once:
+                    raise EngineUnavailableError(
+                        f"engine {self._engine_id}: {method} {path}: connection lost ({exc!r})"
+                    ) from exc
                 last = repr(exc)
                 continue
-            if response.status_code in _RETRY_STATUSES:
-                last = f"HTTP {response.status_code}: {_error_message(response)}"
+            if response.status_code in _RETRY_STATUSES and not once:
+                last = f"HTTP {response.status_code}: {error_message(response)}"
                 continue
+            message = f"engine {self._engine_id}: {method} {path} -> HTTP {response.status_code}: "
+            if response.status_code >= 500:
+                raise EngineUnavailableError(message + error_message(response))
             if response.status_code >= 400:
-                message = f"{method} {path} -> HTTP {response.status_code}: "
-                message += _error_message(response)
                 error = RequestError if kind == "generate" else RefreshError
-                raise error(f"engine {self._engine_id}: {message}")
+                raise error(message + error_message(response))
             if text:
                 return response.text
+            if not response.content.strip():  # vLLM's collective_rpc: 200, no body
+                return {}
             try:
                 return response.json()
             except ValueError as exc:
-                raise EngineProtocolError(f"{method} {path}: answer is not JSON") from exc
+                raise EngineProtocolError(
+                    f"engine {self._engine_id}: {method} {path}: answer is not JSON"
+                ) from exc
         raise EngineUnavailableError(
             f"engine {self._engine_id} at {self.base_url}: {method} {path} failed "
             f"{self.config.retries + 1} times; last: {last}"
@@ -380,117 +511,3 @@ class HttpEngine:
     def _backoff(self, attempt: int) -> float:
         delay = min(self.config.backoff_s * 2.0 ** (attempt - 1), self.config.backoff_max_s)
         return delay * (0.5 + random.random() / 2)  # jitter: retries of many calls spread out
-
-
-def parse_completion(reply: object) -> GenerateResult:
-    """A vLLM ``text_completion`` answer (one choice, ``return_token_ids`` and
-    ``return_weight_versions`` set, ``logprobs=0``) → :class:`GenerateResult`.
-
-    ``weight_versions`` spans are half-open output-token ranges labelled with the decimal
-    policy version; they must tile ``[0, T)`` in order. Raises :class:`EngineProtocolError`.
-    """
-    try:
-        choice = reply["choices"][0]  # type: ignore[index]
-        # Any: attrs' tuple converter confuses mypy's generics
-        token_ids: Any = tuple(int(t) for t in choice["token_ids"])
-        logprobs: Any = tuple(float(x) for x in choice["logprobs"]["token_logprobs"])
-        spans = choice["weight_versions"]
-    except (KeyError, IndexError, TypeError, ValueError) as exc:
-        raise EngineProtocolError(
-            f"not a completion with token ids and log-probs: {exc!r}"
-        ) from exc
-    versions: Any = versions_from_spans(spans, len(token_ids))
-    newest = versions[-1] if versions else _span_label(spans[-1]) if spans else 0
-    try:
-        return GenerateResult(
-            token_ids=token_ids,
-            logprobs=logprobs,
-            policy_version=newest,
-            token_versions=versions,
-        )
-    except ValueError as exc:  # load_router.ConfigError: lengths, negative ids
-        raise EngineProtocolError(f"inconsistent completion: {exc}") from exc
-
-
-def finish_reason(reply: object) -> str | None:
-    """``choices[0].finish_reason`` of a completion answer (``None`` if absent)."""
-    try:
-        reason = reply["choices"][0].get("finish_reason")  # type: ignore[index]
-    except (KeyError, IndexError, TypeError, AttributeError):
-        return None
-    return reason if isinstance(reason, str) else None
-
-
-def _joined(parts: Sequence[GenerateResult]) -> GenerateResult:
-    """One turn from its pieces (a turn continued after aborts), in order."""
-    if len(parts) == 1:
-        return parts[0]
-    ids: Any = tuple(t for p in parts for t in p.token_ids)
-    logprobs: Any = tuple(x for p in parts for x in p.logprobs)
-    versions: Any = tuple(v for p in parts for v in p.token_versions)
-    newest = versions[-1] if versions else parts[-1].policy_version
-    return GenerateResult(
-        token_ids=ids, logprobs=logprobs, policy_version=newest, token_versions=versions
-    )
-
-
-def versions_from_spans(spans: object, num_tokens: int) -> tuple[int, ...]:
-    """Per-token versions from vLLM ``WeightVersionSpan`` dicts tiling ``[0, num_tokens)``."""
-    if not isinstance(spans, Sequence) or isinstance(spans, str):
-        raise EngineProtocolError(f"weight_versions must be a list of spans, got {spans!r}")
-    versions: list[int] = []
-    for span in spans:
-        if not isinstance(span, Mapping):
-            raise EngineProtocolError(f"a weight-version span must be an object: {span!r}")
-        start, end = span.get("start"), span.get("end")
-        if not isinstance(start, int) or not isinstance(end, int) or start != len(versions):
-            raise EngineProtocolError(f"weight-version spans do not tile the output: {spans!r}")
-        if end < start:
-            raise EngineProtocolError(f"weight-version span ends before it starts: {span!r}")
-        versions.extend([_span_label(span)] * (end - start))
-    if len(versions) != num_tokens:
-        raise EngineProtocolError(
-            f"weight-version spans cover {len(versions)} tokens, the output has {num_tokens}"
-        )
-    return tuple(versions)
-
-
-def _span_label(span: Mapping[str, Any]) -> int:
-    label = span.get("version")
-    try:
-        version = int(str(label))
-    except ValueError as exc:
-        raise EngineProtocolError(f"weight version {label!r} is not a decimal version") from exc
-    if version < 0:
-        raise EngineProtocolError(f"weight version {label!r} is negative")
-    return version
-
-
-def parse_prometheus(text: str) -> dict[str, float]:
-    """Prometheus text exposition → ``{"name{labels}": value}`` (comments skipped)."""
-    samples: dict[str, float] = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        name, _, value = line.rpartition(" ")
-        try:
-            samples[name] = float(value)
-        except ValueError:
-            continue
-    return samples
-
-
-def _error_message(response: httpx.Response) -> str:
-    """The message of an OpenAI-style (``{"error": {"message": …}}``), FastAPI
-    (``{"detail": …}``) or plain error body, on one line."""
-    try:
-        body = response.json()
-    except ValueError:
-        return response.text.strip().replace("\n", " ")[:500]
-    if isinstance(body, dict):
-        error = body.get("error", body.get("detail", body))
-        if isinstance(error, dict):
-            error = error.get("message", error)
-        return str(error)[:500]
-    return str(body)[:500]

@@ -131,7 +131,7 @@ async def _http_engines(
     stack.push_async_callback(_close_all, list(engines))
     await _await_ready(engines, urls, section.startup_timeout_s)
     if inputs.version > 0:  # a resumed run: servers start from the warm-start policy
-        behind = [e for e in engines if await e.weight_version() != str(inputs.version)]
+        behind = [e for e in engines if await e.weight_version() != inputs.version]
         await _catch_up(list(behind), run, inputs)
     return EngineSet(list(engines), fleet)
 
@@ -160,11 +160,9 @@ async def _catch_up(engines: list[Engine], run: RunDir, inputs: EngineInputs) ->
     """Load the trainer's weights at ``inputs.version`` into every server that is not there."""
     if not engines:
         return
-    from arctic_swe.orchestrator._loop import save_weights
+    from arctic_swe._published import publish
 
-    path = run.root / "weights" / f"policy-v{inputs.version}.safetensors"
-    path.parent.mkdir(exist_ok=True)
-    await asyncio.to_thread(save_weights, inputs.weights(), path)
+    path = await asyncio.to_thread(publish, inputs.weights(), run.root / "weights", inputs.version)
     outcomes = await asyncio.gather(
         *(engine.refresh(str(path), inputs.version) for engine in engines),
         return_exceptions=True,

@@ -27,10 +27,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import torch
-from safetensors.torch import save_file
 from transformers import PreTrainedTokenizerFast
 
+from arctic_swe._published import prune
 from arctic_swe.config import EndReason, RunConfig, RunDir, RunEnd, write_run_end
 from arctic_swe.distributed import InProcessTrainer, RemoteTrainer, TrainerHandle
 from arctic_swe.engine import derive_seed
@@ -332,9 +331,7 @@ class RLLoop:
             refresh_timeout=engine.timeout_s if engine.kind == "http" else None,
         )
         if isinstance(parts.trainer, InProcessTrainer):  # the remote trainer prunes its own
-            for old in weights_dir.glob("policy-v*.safetensors"):
-                if old != path:
-                    old.unlink(missing_ok=True)
+            prune(weights_dir, keep=1, current=path)
         return time.monotonic() - began
 
     async def _layer_audit(self, samples: list[TrainSample], step: int) -> LayerTypeKL | None:
@@ -444,10 +441,3 @@ class RLLoop:
 
 def _finite(value: float, fallback: float) -> float:
     return value if math.isfinite(value) else fallback
-
-
-def save_weights(weights: dict[str, torch.Tensor], path: Path) -> None:
-    """Write the refresh weights atomically (engines never read a half-written file)."""
-    tmp = path.with_suffix(".tmp")
-    save_file(weights, str(tmp))
-    tmp.replace(path)

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from arctic_swe._published import weights_file
 from arctic_swe.config import RunConfig, RunDir
 from arctic_swe.evaluate import PolicyEvaluation, evaluate_policy_async
 from arctic_swe.harness import HarnessConfig
@@ -103,10 +104,11 @@ class PoolEvaluator:
         kept = self.dir / f"policy-v{job.version}.safetensors"
         if kept != job.weights:
             kept.unlink(missing_ok=True)  # a resumed run republishes the same version
+            source = weights_file(job.weights)  # a published version is a directory
             try:
-                os.link(job.weights, kept)
+                os.link(source, kept)
             except OSError:  # another filesystem (a remote trainer's directory)
-                shutil.copyfile(job.weights, kept)
+                shutil.copyfile(source, kept)
         job = PoolEvalJob(job.step, job.version, kept)
         self.launched.add(job.step)
         task = asyncio.get_running_loop().create_task(self._evaluate(job))

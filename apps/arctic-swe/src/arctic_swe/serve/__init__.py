@@ -1,5 +1,5 @@
 """Engines as services: the app's torch engine behind vLLM 0.33's completion and RL routes
-(``arctic-swe serve``), weight files for the checkpoint-format transport, and the recipe's
+(``arctic-swe serve``), the weight routes (reload from a directory, vLLM's weight-transfer protocol over gloo), and the recipe's
 ``vllm serve`` command line (Arctic-SWE §3.3).
 
 The command module is imported to build the CLI parser, so this package imports nothing heavy
@@ -18,11 +18,11 @@ if TYPE_CHECKING:
     from arctic_swe.serve._protocol import (
         CompletionRequest,
         CompletionResponse,
-        UpdateInfo,
         WeightVersionSpan,
         spans_from_versions,
     )
-    from arctic_swe.serve._state import EngineServer, ProtocolError
+    from arctic_swe.serve._state import EngineServer
+    from arctic_swe.serve._transfer import START_LABEL, ProtocolError, WeightRoutes
     from arctic_swe.serve._weights import (
         WeightFileError,
         load_weight_file,
@@ -35,11 +35,12 @@ _LAZY = {
     "create_app": "_app",
     "CompletionRequest": "_protocol",
     "CompletionResponse": "_protocol",
-    "UpdateInfo": "_protocol",
     "WeightVersionSpan": "_protocol",
     "spans_from_versions": "_protocol",
     "EngineServer": "_state",
-    "ProtocolError": "_state",
+    "ProtocolError": "_transfer",
+    "START_LABEL": "_transfer",
+    "WeightRoutes": "_transfer",
     "WeightFileError": "_weights",
     "load_weight_file": "_weights",
     "save_weight_file": "_weights",
@@ -55,13 +56,14 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "START_LABEL",
     "CompletionRequest",
     "CompletionResponse",
     "EngineServer",
     "ProtocolError",
-    "UpdateInfo",
     "VllmServeSpec",
     "WeightFileError",
+    "WeightRoutes",
     "WeightVersionSpan",
     "create_app",
     "load_weight_file",

@@ -25,15 +25,15 @@ from arctic_swe.serve._protocol import (
     CompletionRequest,
     CompletionResponse,
     FinishReasonName,
-    UpdateInfo,
     UsageInfo,
     error_body,
     spans_from_versions,
 )
-from arctic_swe.serve._state import EngineServer, PausedError, ProtocolError
+from arctic_swe.serve._state import EngineServer, PausedError
+from arctic_swe.serve._transfer import ProtocolError
 
 Decoder = Callable[[Sequence[int]], str]
-_M = TypeVar("_M", CompletionRequest, UpdateInfo)
+_M = TypeVar("_M", bound=CompletionRequest)
 
 _FINISH: dict[str, FinishReasonName] = {
     "stop": "stop",
@@ -99,37 +99,52 @@ def create_app(server: EngineServer, *, decode: Decoder | None = None) -> FastAP
 
     @app.post("/init_weight_transfer_engine")
     async def init_weight_transfer_engine(raw: Request) -> dict[str, str]:
-        info = (await _json_object(raw)).get("init_info", {})
-        if not isinstance(info, dict):
-            raise ProtocolError("init_info must be a JSON object")
-        server.init_transfer(info)
+        await server.weights.init_transfer((await _json_object(raw)).get("init_info"))
         return {"message": "Weight transfer initialized"}
+
+    @app.post("/shutdown_weight_transfer_engine")
+    async def shutdown_weight_transfer_engine() -> dict[str, str]:
+        await server.weights.shutdown_transfer()
+        return {"message": "Weight transfer shut down"}
 
     @app.post("/start_weight_update")
     async def start_weight_update() -> dict[str, str]:
-        server.start_update()
+        server.weights.start_update()
         return {"message": "Weight update started"}
 
     @app.post("/update_weights")
     async def update_weights(raw: Request) -> dict[str, str]:
-        info = _parse(UpdateInfo, (await _json_object(raw)).get("update_info"))
-        if not info.is_checkpoint_format:
-            raise ProtocolError("only checkpoint-format weights (Hugging Face names) are served")
-        await server.update_weights(info.weights_path)
+        await server.weights.receive((await _json_object(raw)).get("update_info"))
         return {"message": "Weights updated"}
 
     @app.post("/finish_weight_update")
     async def finish_weight_update(raw: Request) -> dict[str, str]:
-        body = await _json_object(raw, allow_empty=True)
-        label = body.get("weight_version")
-        if label is not None and not isinstance(label, str | int):
-            raise ProtocolError("weight_version must be a string")
-        await server.finish_update(None if label is None else str(label))
+        label = (await _json_object(raw, allow_empty=True)).get("weight_version")
+        await server.weights.finish_update(label, invalidate=server.invalidate_on_update)
         return {"message": "Weight update finished"}
+
+    @app.post("/update_weight_version")
+    async def update_weight_version(raw: Request) -> dict[str, Any]:
+        label = (await _json_object(raw)).get("new_version")
+        await server.weights.set_label(label)
+        return {"success": True, "new_version": server.weights.label}
 
     @app.get("/weight_info")
     async def weight_info() -> dict[str, str]:
-        return {"weight_version": str(server.engine.version)}
+        return {"weight_version": server.weights.label}
+
+    @app.post("/collective_rpc")
+    async def collective_rpc(raw: Request) -> dict[str, Any]:
+        body = await _json_object(raw)
+        method, kwargs = body.get("method"), body.get("kwargs", {})
+        if method != "reload_weights":
+            raise ProtocolError(
+                f"collective_rpc method {method!r} is not served here (only reload_weights)"
+            )
+        if body.get("args") or not isinstance(kwargs, dict):
+            raise ProtocolError("reload_weights takes keyword arguments only (kwargs object)")
+        await server.weights.reload(kwargs, invalidate=server.invalidate_on_update)
+        return {"results": [None]}
 
     return app
 
@@ -193,7 +208,7 @@ def _completion(
         finish_reason=_FINISH[turn.finish_reason],
         stop_reason=ids[-1] if turn.finish_reason == "stop" else None,
         token_ids=ids if request.return_token_ids else None,
-        weight_versions=spans_from_versions(turn.versions)
+        weight_versions=spans_from_versions(server.weights.labels_of(turn.versions))
         if request.return_weight_versions
         else None,
     )

@@ -33,6 +33,10 @@ class CompletionRequest(_Model):
     temperature: float = 1.0
     top_p: float = 1.0
     top_k: int | None = None
+    min_p: float | None = None
+    repetition_penalty: float | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
     n: int = 1
     seed: int | None = Field(default=None, ge=0)
     logprobs: int | None = Field(default=None, ge=0)
@@ -59,16 +63,31 @@ class CompletionRequest(_Model):
         ids: Sequence[Any] = self.prompt[0] if isinstance(self.prompt[0], list) else self.prompt
         return tuple(int(t) for t in ids)
 
+    def neutral_sampling(self) -> bool:
+        """Whether the request asks for plain temperature-1 sampling (unset fields are
+        neutral: this server has no other defaults, as ``vllm serve --generation-config
+        vllm`` has none)."""
+        return (
+            self.temperature == 1.0
+            and self.top_p == 1.0
+            and self.top_k in (None, -1, 0)
+            and self.min_p in (None, 0.0)
+            and self.repetition_penalty in (None, 1.0)
+            and self.presence_penalty in (None, 0.0)
+            and self.frequency_penalty in (None, 0.0)
+        )
+
     def unsupported(self) -> str | None:
         """Why this server cannot honour the request, or ``None``."""
         if self.stream:
             return "stream=true is not supported: the RL client reads whole completions"
         if self.n != 1:
             return f"n={self.n}: one completion per request (send one request per rollout)"
-        if self.temperature != 1.0 or self.top_p != 1.0 or self.top_k not in (None, -1, 0):
+        if not self.neutral_sampling():
             return (
                 "the engine samples raw log-probs at temperature 1 over the full vocabulary: "
-                "temperature and top_p must be 1, top_k unset"
+                "temperature, top_p and repetition_penalty must be 1, top_k off (0 or -1), "
+                "min_p and the presence/frequency penalties 0"
             )
         if self.logprobs not in (None, 0):
             return f"logprobs={self.logprobs}: only the sampled token's log-prob (logprobs=0)"
@@ -130,25 +149,14 @@ class ErrorResponse(_Model):
     error: ErrorInfo
 
 
-class UpdateInfo(_Model):
-    """``update_info`` of ``POST /update_weights`` on the CPU path: the checkpoint-format
-    file transport. The field names are those of vLLM's own in-place reload from disk
-    (``reload_weights(weights_path=..., is_checkpoint_format=True)``): ``weights_path`` is one
-    ``.safetensors`` file (or a checkpoint directory of them) with Hugging Face parameter
-    names."""
-
-    weights_path: str = Field(min_length=1)
-    is_checkpoint_format: bool = True
-
-
-def spans_from_versions(versions: Sequence[int]) -> list[WeightVersionSpan]:
-    """Per-token versions → half-open spans, one per run of equal versions (vLLM's labels are
-    strings: the decimal policy version)."""
+def spans_from_versions(labels: Sequence[str]) -> list[WeightVersionSpan]:
+    """Per-token weight-version labels → half-open spans, one per run of equal labels (vLLM's
+    ``weight_versions``)."""
     spans: list[WeightVersionSpan] = []
     start = 0
-    for version, run in itertools.groupby(versions):
+    for version, run in itertools.groupby(labels):
         size = sum(1 for _ in run)
-        spans.append(WeightVersionSpan(version=str(version), start=start, end=start + size))
+        spans.append(WeightVersionSpan(version=version, start=start, end=start + size))
         start += size
     return spans
 

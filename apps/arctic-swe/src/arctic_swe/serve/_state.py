@@ -4,22 +4,17 @@ update in progress and the counters ``/metrics`` exposes (Arctic-SWE §3.3)."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
 
-from arctic_swe.engine import Generation, RefreshError, RequestError, TorchEngine
-from arctic_swe.serve._weights import WeightFileError, load_weight_file, tied_spec, weight_spec
+from arctic_swe.engine import Generation, RequestError, TorchEngine
+from arctic_swe.serve._transfer import ProtocolError, WeightRoutes
 from load_router import GenerateRequest
 
 PauseMode = Literal["abort", "wait", "keep"]
-
-
-class ProtocolError(ValueError):
-    """A call out of protocol order or with a bad argument (HTTP 400); nothing changed."""
 
 
 class PausedError(RuntimeError):
@@ -34,17 +29,6 @@ class Counters:
     requests: int = 0
     request_errors: int = 0
     aborted: int = 0
-    refreshes: int = 0
-    refresh_seconds: float = 0.0
-    refused_updates: int = 0
-
-
-@dataclass
-class _Update:
-    """A weight update between ``/start_weight_update`` and ``/finish_weight_update``."""
-
-    staged: dict[str, torch.Tensor] | None = None
-    started: float = field(default_factory=time.perf_counter)
 
 
 class EngineServer:
@@ -59,10 +43,7 @@ class EngineServer:
         self.counters = Counters()
         self.mode: PauseMode | None = None
         self.clear_cache = True
-        self.update: _Update | None = None
-        self.transfer_initialised = False
-        self._spec = weight_spec(model)
-        self._tied = tied_spec(model)
+        self.weights = WeightRoutes(engine, model)
         self._tasks: set[asyncio.Task[Generation]] = set()
         self._update_lock = asyncio.Lock()
 
@@ -100,8 +81,8 @@ class EngineServer:
         refuses new requests and returns once the running ones finished; ``abort`` refuses
         new requests and ends the running ones at once, each answered with the tokens it
         has so far and ``finish_reason: "abort"`` (vLLM 0.33's semantics). ``clear_cache`` is
-        applied at the next weight update (every cache invalidated, mid-turn sequences
-        re-prefilled)."""
+        applied at the next weight change made while paused (every cache invalidated,
+        mid-turn sequences re-prefilled): :attr:`invalidate_on_update`."""
         if mode not in ("abort", "wait", "keep"):
             raise ProtocolError(f"pause mode must be abort, wait or keep, got {mode!r}")
         self.mode = mode  # type: ignore[assignment]  # checked just above
@@ -121,63 +102,13 @@ class EngineServer:
     def paused(self) -> bool:
         return self.mode is not None
 
-    # ------------------------------------------------------------------ weight transfer
-    def init_transfer(self, init_info: dict[str, object]) -> None:
-        backend = init_info.get("backend", "checkpoint")
-        if backend not in ("checkpoint", "file"):
-            raise ProtocolError(
-                f"weight-transfer backend {backend!r} is not served here: this engine loads "
-                "checkpoint-format safetensors files (update_info.weights_path)"
-            )
-        self.transfer_initialised = True
-
-    def start_update(self) -> None:
-        self.update = _Update()
-
-    async def update_weights(self, weights_path: str) -> None:
-        """Read and validate the file into the staged update (the served weights are not
-        touched until ``/finish_weight_update``)."""
-        if self.update is None:
-            raise ProtocolError("call /start_weight_update before /update_weights")
-        try:
-            staged = await asyncio.to_thread(load_weight_file, weights_path, self._spec, self._tied)
-        except WeightFileError as exc:
-            self.counters.refused_updates += 1
-            raise ProtocolError(f"update_weights refused, old weights kept: {exc}") from exc
-        self.update.staged = staged
-
-    async def finish_update(self, weight_version: str | None) -> None:
-        """Swap the staged weights in as ``weight_version`` (a decimal policy version newer
-        than the current one) between two engine steps."""
-        update = self.update
-        if update is None or update.staged is None:
-            raise ProtocolError("no weights staged: call /start_weight_update, /update_weights")
-        version = self._parse_version(weight_version)
-        async with self._update_lock:
-            try:
-                await self.engine.refresh_weights(
-                    update.staged, version, invalidate_caches=self.clear_cache
-                )
-            except RefreshError as exc:
-                self.counters.refused_updates += 1
-                raise ProtocolError(str(exc)) from exc
-            finally:
-                self.update = None
-        self.counters.refreshes += 1
-        self.counters.refresh_seconds += time.perf_counter() - update.started
-
-    def _parse_version(self, label: str | None) -> int:
-        if label is None:
-            return self.engine.version + 1
-        try:
-            version = int(label)
-        except ValueError:
-            raise ProtocolError(f"weight_version {label!r} is not a decimal version") from None
-        if version <= self.engine.version:
-            raise ProtocolError(
-                f"weight_version {version} is not newer than the served {self.engine.version}"
-            )
-        return version
+    @property
+    def invalidate_on_update(self) -> bool:
+        """Whether a weight change now drops every cache: vLLM resets its caches (running
+        requests included) when a pause with ``clear_cache`` completes, so a change made in
+        such a pause samples every later token from recomputed caches; one made unpaused or in
+        a ``clear_cache=false`` pause leaves the caches (the stale-cache ablation)."""
+        return self.paused and self.clear_cache
 
     # ------------------------------------------------------------------ monitoring
     def metrics_text(self) -> str:
@@ -194,9 +125,9 @@ class EngineServer:
             ("prefill_forwards_total", "counter", "batched prefill forwards", core.prefill_forwards),
             ("requests_in_flight", "gauge", "completions queued or decoding", self.engine.in_flight),
             ("resident_sequences", "gauge", "sequences holding a cache slot", self.engine.resident),
-            ("refreshes_total", "counter", "weight updates applied", self.counters.refreshes),
-            ("refresh_seconds_total", "counter", "seconds from start to finish of the updates", self.counters.refresh_seconds),
-            ("refused_updates_total", "counter", "weight updates refused", self.counters.refused_updates),
+            ("refreshes_total", "counter", "weight updates applied", self.weights.refreshes),
+            ("refresh_seconds_total", "counter", "seconds from start to finish of the updates", self.weights.refresh_seconds),
+            ("refused_updates_total", "counter", "weight updates refused", self.weights.refused),
             ("weight_version", "gauge", "policy version of the served weights", self.engine.version),
             ("paused", "gauge", "1 while paused", float(self.paused)),
         ]  # fmt: skip
