@@ -11,6 +11,7 @@ from arctic_swe.transfer import (
     Communicator,
     GlooCommunicator,
     TransferConnectionError,
+    TransferProtocolError,
     TransferTimeoutError,
     host_store,
     open_gloo_group,
@@ -84,3 +85,25 @@ def test_broadcast_needs_a_contiguous_buffer(
 ) -> None:
     with pytest.raises(ValueError, match="contiguous"):
         pair[1].broadcast(torch.zeros(3, 4).t(), src=0)
+
+
+def test_a_size_mismatch_is_a_typed_error_and_the_group_stays_in_step(
+    pair: tuple[GlooCommunicator, GlooCommunicator],
+) -> None:
+    rank0, rank1 = pair
+    join = in_thread(lambda: rank1.broadcast(torch.empty(3), src=0))
+    rank0.broadcast(torch.ones(5), src=0)  # gloo alone would abort the process here
+    with pytest.raises(TransferProtocolError, match="broadcast 20 bytes where rank 1 expected 12"):
+        join()
+    target = torch.empty(2)
+    join = in_thread(lambda: rank1.broadcast(target, src=0))
+    rank0.broadcast(torch.tensor([7.0, 8.0]), src=0)
+    join()
+    assert target.tolist() == [7.0, 8.0]
+
+
+def test_empty_tensors_broadcast(pair: tuple[GlooCommunicator, GlooCommunicator]) -> None:
+    rank0, rank1 = pair
+    join = in_thread(lambda: rank1.broadcast(torch.empty(0, 4), src=0))
+    rank0.broadcast(torch.zeros(0, 4), src=0)
+    join()

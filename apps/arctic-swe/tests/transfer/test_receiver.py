@@ -155,3 +155,15 @@ def test_sender_and_receiver_in_two_processes(tmp_path: Path) -> None:
         engine.kill()
         sender.close()
     _assert_version(torch.load(out), 7)
+
+
+def test_metadata_that_disagrees_with_the_sent_bytes_is_a_typed_error() -> None:
+    receiver = EngineReceiver(timeout_s=30.0)
+    sender = _joined(receiver)  # packed, one chunk: the receiver drains it and reports
+    update = asyncio.run(sender.update_info(1))
+    update["shapes"][1] = [15, 8]
+    with pytest.raises(TransferProtocolError, match="disagree"):
+        _round(sender, receiver, 1, update)
+    _assert_version(_round(sender, receiver, 2), 2)  # still in step afterwards
+    sender.close()
+    receiver.close()

@@ -165,3 +165,17 @@ def test_over_a_real_gloo_group(
     join()
     assert [n for n, _ in received] == [n for n, _ in pairs]
     assert all(raw(got) == raw(want) for (_, got), (_, want) in zip(received, pairs, strict=True))
+
+
+def test_sides_that_disagree_on_the_buffer_size_get_a_typed_error(
+    pair: tuple[GlooCommunicator, GlooCommunicator],
+) -> None:
+    rank0, rank1 = pair
+    pairs = [("a", torch.zeros(10)), ("b", torch.zeros(10))]
+    info = UpdateInfo.describe(pairs)
+    join = in_thread(
+        lambda: receive_weights(info, rank1, packed=True, buffer_size_bytes=8, load=lambda _: None)
+    )
+    send_weights(pairs, rank0, packed=True, buffer_size_bytes=1 << 20, info=info)  # one chunk
+    with pytest.raises(TransferProtocolError, match="disagree on the metadata or the buffer size"):
+        join()

@@ -21,7 +21,11 @@ from torch._C._distributed_c10d import (
     TCPStore,
 )
 
-from arctic_swe.transfer._errors import TransferConnectionError, TransferTimeoutError
+from arctic_swe.transfer._errors import (
+    TransferConnectionError,
+    TransferProtocolError,
+    TransferTimeoutError,
+)
 
 # Keys of the gloo rendezvous live under this prefix, apart from anything else on the store.
 _STORE_PREFIX = "arctic-swe/weight-transfer/"
@@ -81,17 +85,35 @@ class GlooCommunicator:
 
         ``stream`` is accepted (and ignored) so the object also fits vLLM's NCCL-communicator
         call shape. The bytes travel as a flat uint8 view, so any dtype passes gloo unchanged.
+        Each broadcast is preceded by its byte count: gloo aborts the whole process on a size
+        mismatch, so a receiver whose buffer disagrees drains the sender's bytes (keeping the
+        group in step) and raises TransferProtocolError instead.
         """
         if self._group is None:
             raise TransferConnectionError("the transfer group is closed")
         if not tensor.is_contiguous():
             raise ValueError("broadcast needs a contiguous tensor (it fills it in place)")
-        if tensor.numel() == 0:
-            return  # nothing on the wire; every rank skips alike
         host = tensor if tensor.device.type == "cpu" else tensor.detach().to("cpu")
         wire = host.detach().view(-1).view(torch.uint8)
+        header = torch.tensor([wire.numel()], dtype=torch.int64)
+        self._run(header, src)
+        announced = int(header.item())
+        if announced != wire.numel():
+            self._run(torch.empty(announced, dtype=torch.uint8), src)
+            raise TransferProtocolError(
+                f"rank {src} broadcast {announced} bytes where rank {self.rank} expected "
+                f"{wire.numel()}: the two sides disagree on the metadata or the buffer size"
+            )
+        self._run(wire, src)
+        if host is not tensor and self.rank != src:
+            tensor.copy_(host)
+
+    def _run(self, wire: torch.Tensor, src: int) -> None:
+        if wire.numel() == 0:
+            return  # announced as empty on every rank alike
         options = BroadcastOptions()
         options.rootRank = src
+        assert self._group is not None
         try:
             # The stubs declare the collectives on ProcessGroup only; the gloo backend has them.
             self._group.broadcast([wire], options).wait()  # type: ignore[attr-defined]
@@ -99,8 +121,6 @@ class GlooCommunicator:
             raise _translate(
                 error, f"broadcast from rank {src} (this is rank {self.rank})"
             ) from error
-        if host is not tensor and self.rank != src:
-            tensor.copy_(host)
 
     def close(self) -> None:
         """Drop the group and the store; further broadcasts raise TransferConnectionError."""
