@@ -30,3 +30,37 @@ def write_topology(folder: Path, model: Path | str, **sections: str) -> Path:
     path = folder / "topology.toml"
     path.write_text("".join(f"[{name}]\n{body}\n\n" for name, body in parts.items()))
     return path
+
+
+def make_venv(folder: Path, *, link_to_this_environment: bool = False) -> Path:
+    """A real virtual environment (``python -m venv``, no pip) and its interpreter. Bare, it has
+    only the standard library; linked, a ``.pth`` line adds this environment's site-packages
+    (and the editable installs listed there), so the workspace's packages import from it."""
+    import subprocess
+    import sys
+    import sysconfig
+
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True, timeout=120
+    )
+    python = folder / "bin" / "python"
+    if link_to_this_environment:
+        here = sysconfig.get_paths()["purelib"]
+        there = subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True, text=True, check=True, timeout=60,
+        ).stdout.strip()  # fmt: skip
+        (Path(there) / "link-to-dev.pth").write_text(f"import site; site.addsitedir({here!r})\n")
+    return python
+
+
+@pytest.fixture(scope="session")
+def bare_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The interpreter of a second, empty environment (no arctic_swe, no torch, no vllm)."""
+    return make_venv(tmp_path_factory.mktemp("envs") / "bare")
+
+
+@pytest.fixture(scope="session")
+def linked_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The interpreter of a second environment that sees this one's packages (no vllm)."""
+    return make_venv(tmp_path_factory.mktemp("envs") / "linked", link_to_this_environment=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -108,15 +109,17 @@ def test_gpu_ranks_without_the_gpus(
     assert "CUDA devices" in err
 
 
-def test_vllm_engines_need_the_extra_and_a_gpu(
+def test_vllm_engines_need_a_gpu(
     checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    engines = 'backend = "vllm"\ncount = 1\ndevices = [40]\nport = 18000'
+    fake = tmp_path / "vllm-env" / "bin" / "python"  # answers the probe as vLLM 0.33 would
+    fake.parent.mkdir(parents=True)
+    fake.write_text('#!/bin/sh\necho \'{"ok": true, "versions": {"vllm": "0.33.0"}}\'\n')
+    fake.chmod(0o755)
+    engines = f'backend = "vllm"\ncount = 1\ndevices = [40]\nport = 18000\npython = "{fake}"'
     err = _up(write_topology(tmp_path, checkpoint, engines=engines), tmp_path / "run", capsys)
-    if shutil.which("vllm") is None:
-        assert "arctic-swe[vllm]" in err
-    else:
-        assert "CUDA devices" in err
+    assert "devices [40]" in err
+    assert "CUDA devices" in err
 
 
 def test_a_port_already_in_use(
@@ -172,6 +175,13 @@ def health_server() -> Iterator[str]:
 
     class Health(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            if self.path == "/v1/models":  # what the loop's engine client asks for by name
+                body = b'{"data": [{"id": "arctic-swe", "max_model_len": 32768}]}'
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
             self.send_response(200 if self.path == "/health" else 404)
             self.end_headers()
 
@@ -186,6 +196,37 @@ def health_server() -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_engines_by_url_must_serve_the_model_name_the_loop_sends(
+    silent_port: int, checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import http.server
+    import threading
+
+    class OtherModel(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = b"{}"
+            if self.path == "/v1/models":
+                body = b'{"data": [{"id": "Qwen/Qwen3.5-4B", "max_model_len": 32768}]}'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), OtherModel)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}"
+    try:
+        config = write_topology(tmp_path, checkpoint, engines=f'count = 0\nurls = ["{url}"]')
+        err = _up(config, tmp_path / "run", capsys)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert f"engine {url}: serves ['Qwen/Qwen3.5-4B'], not the model name 'arctic-swe'" in err
 
 
 def test_check_passes_engines_that_answer(
@@ -225,3 +266,115 @@ def test_resume_needs_a_run(
 ) -> None:
     err = _up(write_topology(tmp_path, checkpoint), tmp_path / "run", capsys, "--resume")
     assert "nothing to resume" in err
+
+
+def test_vllm_from_a_launcher_without_vllm_says_what_to_run(
+    checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if shutil.which("vllm") is not None or _has("vllm"):
+        pytest.skip("this environment has vllm")
+    engines = 'backend = "vllm"\ncount = 1\ndevices = [40]\nport = 18000'
+    err = _up(write_topology(tmp_path, checkpoint, engines=engines), tmp_path / "run", capsys)
+    assert err == (
+        f"arctic-swe: error: engines (backend vllm): {sys.executable} cannot run vllm 0.33 "
+        "(ModuleNotFoundError: No module named 'vllm'); run instead: "
+        "UV_PROJECT_ENVIRONMENT=.venv-vllm uv sync --locked --package arctic-swe --extra vllm "
+        '--no-dev, then set [engines] python = ".venv-vllm/bin/python"'
+    )
+
+
+def test_a_missing_interpreter_is_one_typed_line(
+    checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    python = tmp_path / "nowhere" / "bin" / "python"
+    config = write_topology(tmp_path, checkpoint, trainer=f'ranks = 1\npython = "{python}"')
+    err = _up(config, tmp_path / "run", capsys)
+    assert err.startswith(f"arctic-swe: error: trainer: {python} does not exist (trainer.python)")
+    assert err.endswith(
+        f"run instead: UV_PROJECT_ENVIRONMENT={tmp_path / 'nowhere'} uv sync --locked "
+        "--all-packages --all-extras --no-extra vllm"
+    )
+
+
+@pytest.mark.parametrize(
+    ("backend", "does"),
+    [("vllm", "cannot run vllm 0.33"), ("torch", "cannot run arctic-swe serve")],
+)
+def test_engines_in_a_bare_second_environment(
+    backend: str,
+    does: str,
+    bare_python: Path,
+    checkpoint: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    engines = f'backend = "{backend}"\ncount = 1\nport = 18000\npython = "{bare_python}"'
+    engines += "\ndevices = [40]" if backend == "vllm" else ""
+    err = _up(write_topology(tmp_path, checkpoint, engines=engines), tmp_path / "run", capsys)
+    env = bare_python.parent.parent
+    assert err.startswith(
+        f"arctic-swe: error: engines (backend {backend}): {bare_python} {does} "
+        "(ModuleNotFoundError: No module named "
+    )
+    sync = "--package arctic-swe --extra vllm --no-dev" if backend == "vllm" else "--all-packages"
+    assert f"; run instead: UV_PROJECT_ENVIRONMENT={env} uv sync --locked {sync}" in err
+
+
+def test_a_trainer_in_a_bare_second_environment(
+    bare_python: Path, checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write_topology(tmp_path, checkpoint, trainer=f'ranks = 1\npython = "{bare_python}"')
+    err = _up(config, tmp_path / "run", capsys)
+    assert err.startswith(
+        f"arctic-swe: error: trainer: {bare_python} cannot run the trainer "
+        "(ModuleNotFoundError: No module named 'arctic_swe'); run instead: "
+    )
+
+
+def test_serve_engines_from_a_linked_second_environment_pass(
+    linked_python: Path,
+    silent_port: int,
+    checkpoint: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # the environment check passes, so the next check (a taken port) is the one that fails
+    engines = f'count = 1\nport = {silent_port}\npython = "{linked_python}"'
+    err = _up(write_topology(tmp_path, checkpoint, engines=engines), tmp_path / "run", capsys)
+    assert f"port {silent_port} (engine-0)" in err
+
+
+def test_max_model_len_beyond_the_checkpoints_positions(
+    checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    engines = "count = 1\nmax_model_len = 131072"  # the tiny checkpoint has 32768 positions
+    err = _up(write_topology(tmp_path, checkpoint, engines=engines), tmp_path / "run", capsys)
+    assert "engines.max_model_len = 131072 exceeds" in err
+    assert "max_position_embeddings = 32768" in err
+
+
+@pytest.mark.slow
+def test_two_real_environments_pass_the_environment_checks(
+    linked_python: Path, checkpoint: Path, tmp_path: Path
+) -> None:
+    import asyncio
+
+    from arctic_swe.cluster._env_checks import check_environments
+    from arctic_swe.cluster._envs import ENGINE, TRAINER
+    from arctic_swe.cluster._topology import load_cluster
+
+    config = load_cluster(
+        write_topology(
+            tmp_path,
+            checkpoint,
+            engines=f'count = 1\npython = "{linked_python}"',
+            trainer=f'ranks = 1\npython = "{sys.executable}"',
+        )
+    )
+    asyncio.run(check_environments(config, (ENGINE, TRAINER)))  # raises on a failing role
+
+
+def _has(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None

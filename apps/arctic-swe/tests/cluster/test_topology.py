@@ -53,6 +53,9 @@ def test_b200_preset_is_the_papers_node() -> None:
     assert config.trainer.ranks == 2
     assert config.sandbox.backend == "docker"
     assert config.model.path == ""  # a placeholder the user must set
+    # each role's documented environment, relative to the directory `cluster up` runs in
+    assert config.engines.python == str(Path.cwd() / ".venv-vllm" / "bin" / "python")
+    assert config.trainer.python == str(Path.cwd() / ".venv" / "bin" / "python")
     deck = config.loop.deck
     assert (deck.pool_size, deck.groups_per_update, deck.rollouts_per_group) == (160, 32, 5)
 
@@ -87,6 +90,12 @@ def _minimal(**sections: dict[str, Any]) -> dict[str, Any]:
         (_minimal(trainer={"url": "http://x"}), "trainer.url"),
         (_minimal(harness={"sandboxes": 3}), "harness.sandboxes"),
         (_minimal(trainer={"lr": -1.0}), "trainer.lr"),  # the loop's own validation
+        (_minimal(engines={"python": 3}), "engines.python"),
+        (_minimal(engines={"python": ["/usr/bin/python3"]}), "engines.python"),
+        (_minimal(trainer={"ranks": 1, "python": True}), "trainer.python"),
+        (_minimal(engines={"python": "/"}), "engines.python"),  # a directory
+        (_minimal(engines={"count": 0, "urls": ["http://a:1"], "python": "p"}), "engines.python"),
+        (_minimal(trainer={"ranks": 0, "python": "p"}), "trainer.python"),  # in-process
     ],
 )
 def test_a_bad_field_is_one_typed_error_naming_it(data: dict[str, Any], key: str) -> None:
@@ -107,6 +116,34 @@ def test_bad_toml_and_a_missing_file_are_one_line(tmp_path: Path) -> None:
         with pytest.raises(ClusterConfigError) as caught:
             load_cluster(path)
         assert caught.value.key == "config"
+
+
+def test_interpreters_resolve_against_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "env" / "bin").mkdir(parents=True)
+    (tmp_path / "env" / "bin" / "python").symlink_to("/bin/sh")  # a venv's link: kept as is
+    config = cluster_from_mapping(
+        _minimal(engines={"python": "env/bin/python"}, trainer={"ranks": 1, "python": "~/py"})
+    )
+    assert config.engines.python == str(tmp_path / "env" / "bin" / "python")
+    assert config.trainer.python == str(tmp_path / "home" / "py")  # existence: a preflight check
+    assert cluster_from_mapping(_minimal()).engines.python == ""  # the launcher's own
+    again = cluster_from_mapping(tomllib.loads(cluster_to_toml(config)))
+    assert (again.engines.python, again.trainer.python) == (
+        config.engines.python,
+        config.trainer.python,
+    )
+
+
+def test_a_directory_as_interpreter_says_which_file_to_give(tmp_path: Path) -> None:
+    (tmp_path / "env").mkdir()
+    with pytest.raises(ClusterConfigError) as caught:
+        cluster_from_mapping(_minimal(engines={"python": str(tmp_path / "env")}))
+    assert caught.value.key == "engines.python"
+    assert f"{tmp_path / 'env'}/bin/python" in str(caught.value)
 
 
 def test_overrides_are_validated_again() -> None:
@@ -136,6 +173,7 @@ def _configs(draw: st.DrawFn) -> ClusterConfig:
         port=draw(st.integers(1, 60000)) if vllm else draw(st.sampled_from([0, 9000])),
         gpu_memory_utilization=draw(st.floats(0.1, 1.0)),
         max_model_len=draw(st.integers(0, 1 << 17)),
+        python="" if urls else draw(st.sampled_from(["", "/opt/vllm env/bin/python"])),
     )
     nnodes = draw(st.integers(1, 3))
     ranks = draw(st.integers(1, 4))
@@ -147,6 +185,7 @@ def _configs(draw: st.DrawFn) -> ClusterConfig:
         rdzv_endpoint="head:29400" if nnodes > 1 else draw(st.sampled_from(["", "head:1"])),
         port=draw(st.integers(0, 65535)),
         threads=draw(st.integers(1, 16)),
+        python=draw(st.sampled_from(["", "/opt/dev/bin/python3.11"])),
     )
     sandbox = SandboxSpec(draw(st.sampled_from(["namespace", "docker"])), draw(st.integers(1, 64)))
     model = ModelSpec(draw(st.text(st.characters(codec="utf-8", exclude_categories=["Cs", "Cc"]))))

@@ -19,6 +19,8 @@ def test_the_command_carries_the_recipes_flags() -> None:
     assert _flag(command, "--mamba-ssm-cache-dtype") == "float32"
     assert _flag(command, "--logprobs-mode") == "raw_logprobs"
     assert "--enable-prefix-caching" in command
+    # neutral server-side sampling defaults: not the checkpoint's generation_config.json
+    assert _flag(command, "--generation-config") == "vllm"
     assert _flag(command, "--port") == "8123"
     assert _flag(command, "--max-num-seqs") == "48"
     assert "--max-model-len" not in command

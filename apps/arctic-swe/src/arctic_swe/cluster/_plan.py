@@ -2,21 +2,24 @@
 
 One :class:`ProcessSpec` per child: engine servers (``arctic-swe serve`` or ``vllm serve``),
 the trainer (``torchrun … -m arctic_swe.distributed``) and the orchestrator loop
-(``arctic-swe cluster loop``). ``argv[0]`` is the console-script name a user would type in the
-activated environment; :func:`resolve_argv` maps it to this interpreter's own scripts at spawn.
+(``arctic-swe cluster loop``). Each command is planned with the console-script name a user
+would type in the activated environment and resolved at once to the role's environment
+(``[engines] python`` for the engines, ``[trainer] python`` for the trainer, the launcher's own
+for the loop; :func:`resolve_argv`): ``--dry-run`` prints exactly what ``up`` starts.
 """
 
 from __future__ import annotations
 
 import shlex
-import shutil
-import sys
 from pathlib import Path
 
 import attrs
 
+from arctic_swe.cluster._envs import resolve_argv
 from arctic_swe.cluster._topology import ClusterConfig
 from arctic_swe.serve._vllm import VllmServeSpec, vllm_command
+
+__all__ = ["ClusterPlan", "ProcessSpec", "plan_cluster", "resolve_argv"]
 
 #: How a child says it is ready: a JSON ready line on stdout, an answering ``/health``, or
 #: nothing (the loop: it runs to completion).
@@ -25,10 +28,15 @@ READY_LINE, READY_HEALTH, READY_NONE = "line", "health", "none"
 TRAINER_CONFIG, LOOP_CONFIG = "trainer.toml", "loop.toml"
 
 
+#: The model name every engine serves (``--served-model-name``; what ``HttpEngine`` sends).
+SERVED_MODEL_NAME = "arctic-swe"
+
+
 @attrs.frozen
 class ProcessSpec:
     """One child process: ``name`` (its log is ``RUN/logs/<name>.log``), its ``role``
-    (engine | trainer | loop), argv, extra environment, and how it signals readiness."""
+    (engine | trainer | loop), argv (resolved to the role's environment), extra environment,
+    how it signals readiness, and the role's interpreter (``""``: the launcher's)."""
 
     name: str
     role: str
@@ -36,6 +44,7 @@ class ProcessSpec:
     env: tuple[tuple[str, str], ...] = ()
     ready: str = READY_NONE
     url: str = ""  # known in advance (fixed port), else read from the ready line
+    python: str = ""
 
     def shell_line(self) -> str:
         """The command as one copy-pasteable shell line, environment first."""
@@ -85,11 +94,12 @@ def _torch_engine(config: ClusterConfig, model_dir: str, index: int) -> ProcessS
     argv: tuple[str, ...] = (
         "arctic-swe", "serve", "--model", model_dir, "--host", e.host, "--port", str(port),
         "--capacity", str(e.capacity), "--threads", str(e.threads),
-        "--engine-id", f"engine-{index}",
+        "--engine-id", f"engine-{index}", "--served-model-name", SERVED_MODEL_NAME,
     )  # fmt: skip
     if e.max_model_len:
         argv += ("--max-model-len", str(e.max_model_len))
-    return ProcessSpec(f"engine-{index}", "engine", argv, (), READY_LINE)
+    argv = tuple(resolve_argv(argv, e.python))
+    return ProcessSpec(f"engine-{index}", "engine", argv, (), READY_LINE, python=e.python)
 
 
 def _vllm_engine(config: ClusterConfig, model_dir: str, index: int) -> ProcessSpec:
@@ -98,6 +108,7 @@ def _vllm_engine(config: ClusterConfig, model_dir: str, index: int) -> ProcessSp
         model=model_dir,
         host=e.host,
         port=e.port + index,
+        served_model_name=SERVED_MODEL_NAME,
         max_num_seqs=e.capacity,
         max_model_len=e.max_model_len or None,
         seed=config.loop.run.seed,
@@ -107,10 +118,11 @@ def _vllm_engine(config: ClusterConfig, model_dir: str, index: int) -> ProcessSp
     return ProcessSpec(
         name=f"engine-{index}",
         role="engine",
-        argv=tuple(vllm_command(spec)),
+        argv=tuple(resolve_argv(vllm_command(spec), e.python)),
         env=env,
         ready=READY_HEALTH,
         url=f"http://{e.host}:{e.port + index}",
+        python=e.python,
     )
 
 
@@ -133,7 +145,9 @@ def _trainer(config: ClusterConfig, run_dir: Path, model_dir: str, resume: bool)
     # CPU ranks see no GPU (gloo, FP32); GPU ranks see exactly their devices (nccl).
     devices = ",".join(str(d) for d in t.devices)
     env = (("CUDA_VISIBLE_DEVICES", devices), ("OMP_NUM_THREADS", str(t.threads)))
-    return ProcessSpec("trainer", "trainer", argv, env, READY_LINE)
+    return ProcessSpec(
+        "trainer", "trainer", tuple(resolve_argv(argv, t.python)), env, READY_LINE, python=t.python
+    )
 
 
 def _loop(config: ClusterConfig, run_dir: Path, model_dir: str, resume: bool) -> ProcessSpec:
@@ -143,18 +157,6 @@ def _loop(config: ClusterConfig, run_dir: Path, model_dir: str, resume: bool) ->
         "--policy", model_dir, "--sandbox", config.sandbox.backend,
         *(("--resume",) if resume else ()),
     )  # fmt: skip
+    # The loop always runs in the launcher's environment (it imports what the launcher has).
+    argv = tuple(resolve_argv(argv))
     return ProcessSpec("loop", "loop", argv, (("CUDA_VISIBLE_DEVICES", ""),), READY_NONE)
-
-
-def resolve_argv(argv: tuple[str, ...]) -> list[str]:
-    """``argv`` with its console-script name replaced by this environment's executable."""
-    here = Path(sys.executable).parent
-    name, rest = argv[0], list(argv[1:])
-    script = here / name
-    if script.is_file():
-        return [str(script), *rest]
-    fallback = {"arctic-swe": "arctic_swe._cli", "torchrun": "torch.distributed.run"}
-    if name in fallback:
-        return [sys.executable, "-m", fallback[name], *rest]
-    found = shutil.which(name)
-    return [found or name, *rest]

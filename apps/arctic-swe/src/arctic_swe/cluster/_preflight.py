@@ -2,13 +2,19 @@
 
 * the checkpoint directory is a Qwen3.5 checkpoint: ``config.json``, safetensors weights,
   ``tokenizer.json`` and a chat template (and is set at all: the b200 preset leaves it empty
-  on purpose);
+  on purpose), and ``engines.max_model_len`` fits its ``max_position_embeddings``;
+* each role's interpreter (``[engines] python``, ``[trainer] python``) exists, and a probe it
+  runs shows it can play the role: vLLM 0.33.x for vLLM engines, ``arctic_swe`` for
+  ``arctic-swe serve`` engines, ``arctic_swe`` with a Qwen3.5 patch that applies to its
+  ``transformers`` for the trainer (:mod:`._env_checks`; the trainer's probe, the slowest
+  check, runs after the cheap ones);
 * the run directory does not already hold a run (with ``--resume``: does hold one);
-* every engine given by URL answers ``GET /health`` within ``engines.health_timeout_s``;
+* every engine given by URL answers ``GET /health`` within ``engines.health_timeout_s`` and
+  serves the model name the loop sends (:mod:`._model_checks`);
 * trainer ranks fit the machine: CPU ranks (no ``trainer.devices``) at most the CPUs this
   process may run on (``os.sched_getaffinity``; the rule is one rank per core); GPU ranks
   and vLLM engines only on CUDA devices that exist;
-* the vLLM backend has the ``vllm`` executable (the ``arctic-swe[vllm]`` extra) and a GPU;
+* vLLM engines have a GPU each;
 * no two processes want the same fixed port, and every fixed local port is free;
 * the sandbox backend is usable (root + util-linux for namespaces, a Docker engine for docker).
 """
@@ -23,11 +29,13 @@ import subprocess
 from pathlib import Path
 
 from arctic_swe._hf_layout import checkpoint_problem
+from arctic_swe.cluster._env_checks import check_environments, check_interpreters
+from arctic_swe.cluster._envs import ENGINE, TRAINER, VLLM
+from arctic_swe.cluster._errors import PreflightError
+from arctic_swe.cluster._model_checks import check_context_length, check_served
 from arctic_swe.cluster._topology import ClusterConfig
 
-
-class PreflightError(RuntimeError):
-    """The cluster cannot start as configured; nothing was started."""
+__all__ = ["PreflightError", "preflight"]
 
 
 def check_model(path: str) -> Path:
@@ -55,9 +63,9 @@ def check_run_dir(run_dir: Path, *, resume: bool = False) -> None:
         )
 
 
-def check_machine(config: ClusterConfig) -> None:
-    """Ranks vs CPUs/GPUs, the vLLM extra, ports and the sandbox backend."""
-    t, e = config.trainer, config.engines
+def check_cpus(config: ClusterConfig) -> None:
+    """CPU trainer ranks: at most one per usable core."""
+    t = config.trainer
     if t.ranks and not t.devices:
         usable = len(os.sched_getaffinity(0))
         if t.ranks > usable:
@@ -65,12 +73,13 @@ def check_machine(config: ClusterConfig) -> None:
                 f"trainer.ranks = {t.ranks} CPU ranks but this machine has {usable} usable "
                 "CPUs (one rank per core); lower trainer.ranks or give trainer.devices"
             )
+
+
+def check_machine(config: ClusterConfig) -> None:
+    """Ranks vs CPUs/GPUs and ports (the roles' environments: :mod:`._env_checks`)."""
+    t, e = config.trainer, config.engines
+    check_cpus(config)
     wanted = [*t.devices, *(e.devices if not e.urls else ())]
-    if e.backend == "vllm" and not e.urls and shutil.which("vllm") is None:
-        raise PreflightError(
-            "engines.backend = vllm but the vllm executable is not installed "
-            "(install the extra: arctic-swe[vllm])"
-        )
     if wanted:
         gpus = cuda_device_count()
         if max(wanted) >= gpus:
@@ -168,21 +177,33 @@ def check_sandbox(backend: str) -> None:
 
 
 async def preflight(config: ClusterConfig, run_dir: Path | None, *, resume: bool = False) -> Path:
-    """Every check, cheapest first; returns the checkpoint directory. Nothing is started."""
+    """Every check, cheapest first; returns the checkpoint directory. Nothing is started.
+
+    The engines' environment is probed before the GPU count is read, so that a launcher
+    without vLLM says which environment to create rather than that a GPU is missing."""
     from arctic_swe.cluster._up import remote_trainer_supported
 
     node0 = config.trainer.node_rank == 0
     model = check_model(config.model.path)
     if run_dir is not None and node0:
         check_run_dir(run_dir, resume=resume)
+    check_interpreters(config)
+    check_context_length(config, model)
+    check_cpus(config)
+    await check_environments(config, (VLLM, ENGINE))
     check_machine(config)
     if config.trainer.ranks and not remote_trainer_supported():
         raise PreflightError(
             "trainer.ranks > 0 needs the distributed trainer (trainer.kind = remote), which "
             "this build does not have; set trainer.ranks = 0 for the loop's own trainer"
         )
+    await check_environments(config, (TRAINER,))
     if config.engines.urls and node0:
-        await check_urls(config.engines.urls, config.engines.health_timeout_s)
+        e = config.engines
+        await check_urls(e.urls, e.health_timeout_s)
+        await check_served(
+            list(e.urls), max_model_len=e.max_model_len or None, timeout=e.health_timeout_s
+        )
     if node0:
         check_sandbox(config.sandbox.backend)
     return model

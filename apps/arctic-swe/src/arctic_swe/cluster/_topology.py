@@ -4,7 +4,9 @@ Four topology sections sit next to the loop's own sections of :mod:`arctic_swe.c
 
     [model]    path                      local Hugging Face checkpoint dir (+ tokenizer, template)
     [engines]  backend, count | urls, …  inference servers (torch: arctic-swe serve; vllm)
+               python                    the engines' interpreter (empty: the launcher's)
     [trainer]  ranks, devices, nnodes, … torchrun topology, plus the loop's optimizer fields
+               python                    the trainer's interpreter (empty: the launcher's)
     [sandbox]  backend, capacity         namespace | docker sandboxes, how many at once
     [deck]     dir, plus the loop's deck fields
     [run] [engine] [harness] [metrics]   the loop's sections, unchanged
@@ -14,10 +16,18 @@ become a frozen record, the rest goes to :func:`arctic_swe.config.from_mapping`,
 unknown keys exactly as ``arctic-swe overfit`` does. Keys the launcher itself sets
 (``engine.kind``, ``engine.urls``, ``trainer.url`` …) are refused with a pointer to the
 topology key that owns them.
+
+``engines.python`` and ``trainer.python`` name the interpreter of the environment a role runs
+in (vLLM pins its own ``torch``/``transformers``; see :mod:`arctic_swe.cluster._envs`). A
+relative path is taken relative to the current directory — the directory ``cluster up`` runs
+in, as ``model.path`` and ``deck.dir`` are — and stored absolute; ``~`` is expanded; symlinks
+are kept (a virtual environment's ``bin/python`` is a link). Whether the file exists is a
+preflight check, so that ``--dry-run`` of a preset prints its lines on any machine.
 """
 
 from __future__ import annotations
 
+import os
 import tomllib
 import typing
 from collections.abc import Mapping
@@ -72,6 +82,7 @@ class EnginesSpec:
     gpu_memory_utilization: float = 0.85  # vllm only
     max_model_len: int = 0  # 0: the checkpoint's max_position_embeddings
     health_timeout_s: float = 5.0  # preflight bound for engines given by URL
+    python: str = ""  # the engines' interpreter ("": the launcher's own)
 
 
 @attrs.frozen
@@ -88,6 +99,7 @@ class TrainerSpec:
     host: str = "127.0.0.1"  # rank 0's HTTP address
     port: int = 0  # 0: a free port, printed in the ready line
     threads: int = 1  # torch CPU threads per rank (OMP_NUM_THREADS)
+    python: str = ""  # the ranks' interpreter ("": the launcher's own)
 
 
 @attrs.frozen
@@ -166,6 +178,9 @@ def cluster_from_mapping(data: Mapping[str, Any]) -> ClusterConfig:
         loop_data.pop(name, None)
         own, rest = _split(name, record, dict(data.get(name, {})))
         records[name] = _build(name, record, own)
+        if "python" in own:
+            python = interpreter_path(f"{name}.python", records[name].python)
+            records[name] = attrs.evolve(records[name], python=python)
         if rest:
             loop_data[name] = rest
     deck_dir = loop_data.get("deck", {}).pop("dir", "runs/deck")
@@ -199,6 +214,20 @@ def _split(
 def _build(section: str, record: type, values: dict[str, Any]) -> Any:
     hints = typing.get_type_hints(record)
     return record(**{k: _coerce(f"{section}.{k}", hints[k], v) for k, v in values.items()})
+
+
+def interpreter_path(key: str, value: str) -> str:
+    """``value`` as an absolute interpreter path (relative: to the current directory; ``~``
+    expanded; symlinks kept), ``""`` left empty; a directory is refused."""
+    if not value:
+        return ""
+    path = os.path.abspath(os.path.expanduser(value))
+    if os.path.isdir(path):
+        raise ClusterConfigError(
+            key,
+            f"{value!r} is a directory; give its interpreter, e.g. {value.rstrip('/')}/bin/python",
+        )
+    return path
 
 
 def _coerce(key: str, hint: Any, value: Any) -> Any:
@@ -279,6 +308,17 @@ def _validate(config: ClusterConfig) -> None:
     _require(0 <= t.port <= 65535, "trainer.port", "must be in [0, 65535]")
     _require(t.threads >= 1, "trainer.threads", "must be >= 1")
     _require(t.ranks > 0 or t.nnodes == 1, "trainer.ranks", "an in-process trainer is one node")
+    _require(
+        not e.python or not e.urls,
+        "engines.python",
+        "engines given by engines.urls are not started here; leave python empty",
+    )
+    _require(
+        not t.python or t.ranks > 0,
+        "trainer.python",
+        "the in-process trainer (ranks = 0) runs in the loop, in the launcher's environment; "
+        "leave python empty",
+    )
     _require(s.backend in SANDBOX_BACKENDS, "sandbox.backend", f"must be one of {SANDBOX_BACKENDS}")
     _require(s.capacity >= 1, "sandbox.capacity", "must be >= 1")
 

@@ -1,7 +1,9 @@
 """``cluster up``: preflight, start every process, watch them, stop them all (Arctic-SWE §3.3).
 
 Order: the engines and the trainer start together (each prints a ready line or answers
-``/health``); once all are ready the launcher writes ``RUN/cluster/loop.toml`` — the loop's
+``/health``); once all are ready the launcher checks that every engine it started serves the
+model it asked for (``/v1/models``: name and ``max_model_len``; vLLM's dtype), writes
+``RUN/cluster/loop.toml`` — the loop's
 configuration with the engines' URLs and the trainer's URL — and starts the orchestrator loop
 (``arctic-swe cluster loop``) as the last child. The run ends when the loop exits: 0 is
 success; any child exiting before that stops the rest.
@@ -22,6 +24,8 @@ from typing import Any
 import attrs
 from rich.console import Console
 
+from arctic_swe.cluster._errors import ServedModelError
+from arctic_swe.cluster._model_checks import VLLM_DTYPE, check_served, expected_max_model_len
 from arctic_swe.cluster._plan import LOOP_CONFIG, TRAINER_CONFIG, ClusterPlan
 from arctic_swe.cluster._progress import ClusterView
 from arctic_swe.cluster._supervise import Child, ChildFailedError, Supervisor
@@ -120,6 +124,12 @@ async def _run(
             return UpOutcome(0, "done: the trainer ranks finished")
         return _ended(ended)
     engine_urls = [*urls[: len(servers)]] or list(config.engines.urls)
+    if servers:
+        try:
+            await _check_engines(config, engine_urls)
+        except ServedModelError as exc:
+            view.event(f"stopping the cluster: {exc}")
+            return UpOutcome(FAILURE_EXIT, str(exc), "engine")
     trainer_url = urls[-1] if trainer is not None else ""
     loop = loop_config(config, engine_urls, trainer_url)
     (folder / LOOP_CONFIG).write_text(to_toml(loop))
@@ -138,6 +148,13 @@ async def _run(
     if outcome.code == 0 and trainer is not None:
         await _shut_down(trainer, supervisor.grace)
     return outcome
+
+
+async def _check_engines(config: ClusterConfig, urls: list[str]) -> None:
+    """The started engines serve what the launcher asked for (Arctic-SWE §3.3)."""
+    dtype = VLLM_DTYPE if config.engines.backend == "vllm" else ""
+    wanted = expected_max_model_len(config, Path(config.model.path))
+    await check_served(urls, max_model_len=wanted, dtype=dtype)
 
 
 async def _shut_down(trainer: Child, grace: float) -> None:

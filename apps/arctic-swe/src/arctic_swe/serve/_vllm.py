@@ -17,6 +17,16 @@ The flags the recipe needs, with vLLM 0.33's names:
 * ``--enable-prefix-caching`` — later turns of a rollout reuse the cached history; a keep-mode
   pause with ``clear_cache=true`` resets it, and running requests are preempted and recomputed
   under the new weights.
+* ``--generation-config vllm`` — the server's default sampling parameters are vLLM's neutral
+  ones. With vLLM's default (``auto``) the checkpoint's ``generation_config.json`` becomes the
+  server-wide default, and a Qwen3.5 checkpoint ships ``top_k``, ``top_p`` and penalties there:
+  any field a request leaves out would then be sampled with them, so the rollout distribution
+  would no longer be the policy's own softmax that the CISPO ratio assumes. Requests also send
+  the neutral values explicitly (temperature 1, top_p 1, top_k 0, min_p 0, no penalties); the
+  flag makes a request that omits one safe too.
+
+The dtype an engine computes in is checked from this command line (``--dtype``) and, once the
+server runs in dev mode, from its ``/server_info`` (see ``arctic_swe.cluster``).
 """
 
 from __future__ import annotations
@@ -44,6 +54,7 @@ class VllmServeSpec:
     gpu_memory_utilization: float = 0.85
     weight_transfer_backend: str = "nccl"
     mamba_ssm_cache_dtype: str = "float32"
+    generation_config: str = "vllm"  # neutral sampling defaults, not generation_config.json
 
 
 def vllm_command(spec: VllmServeSpec) -> list[str]:
@@ -73,6 +84,8 @@ def vllm_command(spec: VllmServeSpec) -> list[str]:
         "--logprobs-mode",
         "raw_logprobs",
         "--enable-prefix-caching",
+        "--generation-config",
+        spec.generation_config,
     ]
     if spec.max_model_len is not None:
         command += ["--max-model-len", str(spec.max_model_len)]
