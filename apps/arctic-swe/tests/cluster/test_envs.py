@@ -115,6 +115,16 @@ def test_a_vllm_other_than_0_33_is_refused(tmp_path: Path) -> None:
     assert (result.ok, result.problem) == (False, "has vllm 0.34.1, not 0.33.x")
 
 
+def test_a_probe_that_hangs_is_stopped_at_its_bound(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    hang = tmp_path / "python"
+    hang.write_text(f"#!/bin/sh\necho $$ > {pid_file}\nexec sleep 60\n")
+    hang.chmod(0o755)
+    result = asyncio.run(probe(str(hang), TRAINER, timeout=1.0))
+    assert (result.ok, result.problem) == (False, "the trainer probe took more than 1 s")
+    assert not Path(f"/proc/{pid_file.read_text().strip()}").exists()  # killed and reaped
+
+
 @pytest.mark.slow
 def test_the_trainer_probe_patches_qwen3_5_in_a_second_environment(linked_python: Path) -> None:
     result = asyncio.run(probe(str(linked_python), TRAINER))

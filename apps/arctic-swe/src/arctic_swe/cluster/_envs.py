@@ -26,6 +26,8 @@ from typing import Any
 
 import attrs
 
+from arctic_swe._process import die_with_parent
+
 #: Console scripts the launcher starts -> the module ``python -m`` runs instead.
 MODULES = {
     "arctic-swe": "arctic_swe._cli",
@@ -96,15 +98,18 @@ async def probe(python: str, kind: str, *, timeout: float = PROBE_TIMEOUT_S) -> 
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
+            preexec_fn=die_with_parent,  # a killed launcher leaves no probe behind
         )
     except OSError as exc:
         return ProbeResult(False, f"cannot run it ({exc.strerror or exc})")
     try:
         out, err = await asyncio.wait_for(process.communicate(), timeout)
     except TimeoutError:
-        process.kill()
-        await process.wait()
         return ProbeResult(False, f"the {kind} probe took more than {timeout:g} s")
+    finally:  # timed out, or preflight interrupted (Ctrl-C): stop the probe now
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
     report = _last_json(out.decode(errors="replace"))
     if report is None:  # the interpreter died before the probe could answer
         tail = err.decode(errors="replace").strip().splitlines()
