@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -39,7 +40,10 @@ def _joined(receiver: EngineReceiver, **kwargs: object) -> LocalWeightSender:
 
 
 def _round(
-    sender: LocalWeightSender, receiver: EngineReceiver, version: int, payload: dict | None = None
+    sender: LocalWeightSender,
+    receiver: EngineReceiver,
+    version: int,
+    payload: dict[str, Any] | None = None,
 ) -> dict[str, torch.Tensor]:
     update = payload if payload is not None else asyncio.run(sender.update_info(version))
     join = in_thread(lambda: receiver.receive(update))

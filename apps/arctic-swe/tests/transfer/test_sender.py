@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 
 import pytest
 import torch
@@ -15,6 +16,13 @@ from arctic_swe.transfer import (
 )
 
 from .conftest import in_thread, raw
+
+
+@pytest.fixture
+def unused_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 class CountingWeights:
@@ -83,14 +91,19 @@ def test_engines_refresh_independently_and_weights_are_read_once_per_version() -
         receiver.close()
 
 
-def test_a_second_connect_replaces_the_group() -> None:
-    sender = LocalWeightSender(CountingWeights(), timeout_s=30.0)
+@pytest.mark.parametrize("fixed_port", [False, True])
+def test_a_second_join_gets_a_fresh_group(fixed_port: bool, unused_port: int) -> None:
+    ports = base_port(unused_port) if fixed_port else None
+    sender = LocalWeightSender(CountingWeights(), timeout_s=30.0, ports=ports)
     receiver = EngineReceiver(timeout_s=30.0)
+    seen = []
     for _ in range(2):
         payload = sender.init_info("e0")
+        seen.append(payload["master_port"])
         join = in_thread(lambda payload=payload: receiver.join(payload))
         asyncio.run(sender.connect("e0"))
         join()
+    assert (seen[0] == seen[1]) == fixed_port
     update = asyncio.run(sender.update_info(1))
     join = in_thread(lambda: receiver.receive(update))
     asyncio.run(sender.send("e0", 1))

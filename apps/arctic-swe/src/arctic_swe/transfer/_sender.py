@@ -80,11 +80,18 @@ class LocalWeightSender:
         self._latest: tuple[int, list[tuple[str, torch.Tensor]], UpdateInfo] | None = None
 
     def init_info(self, engine_id: str) -> dict[str, Any]:
-        """Host ``engine_id``'s store (if not yet) and return its ``init_info`` payload."""
+        """Host ``engine_id``'s store (if not yet) and return its ``init_info`` payload.
+
+        Called again after `connect` (the engine restarted and joins anew), it leaves the old
+        group and hosts a fresh store, so no rendezvous keys of the old group are reused.
+        """
         with self._lock:
             index = self._indices.setdefault(engine_id, len(self._indices))
             store = self._stores.get(engine_id)
             if store is None:
+                old = self._groups.pop(engine_id, None)
+                if old is not None:
+                    old.close()  # releases its store (and port) before a fixed port is rebound
                 store = host_store(
                     self._host, self._ports(index), world_size=2, timeout_s=self._timeout_s
                 )
@@ -134,11 +141,11 @@ class LocalWeightSender:
             group = open_gloo_group(
                 self._host, store.port, 0, 2, timeout_s=self._timeout_s, store=store
             )
-        except Exception:
-            # A failed rendezvous leaves the store unusable: the next init_info hosts a new one.
+        finally:
+            # The store served one rendezvous (or failed it): the next init_info hosts anew.
             with self._lock:
-                self._stores.pop(engine_id, None)
-            raise
+                if self._stores.get(engine_id) is store:
+                    del self._stores[engine_id]
         with self._lock:
             self._groups[engine_id] = group
 
