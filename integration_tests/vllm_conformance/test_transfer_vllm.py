@@ -309,7 +309,7 @@ def test_our_weight_sender_into_vllms_worker_engine(
     sender = LocalWeightSender(
         _weights, packed=packed, buffer_size_bytes=buffer, timeout_s=TIMEOUT_S
     )
-    init_payload = sender.init_info("vllm-0")
+    init_payload = sender.init_payload("vllm-0")
     join = _in_thread(lambda: worker.init_transfer_engine(worker.parse_init_info(init_payload)))
     asyncio.run(sender.connect("vllm-0"))
     join()

@@ -32,7 +32,7 @@ def _weights(version: int) -> list[tuple[str, torch.Tensor]]:
 
 def _joined(receiver: EngineReceiver, **kwargs: object) -> LocalWeightSender:
     sender = LocalWeightSender(_weights, timeout_s=30.0, **kwargs)  # type: ignore[arg-type]
-    payload = sender.init_info("e0")
+    payload = sender.init_payload("e0")
     join = in_thread(lambda: receiver.join(payload))
     asyncio.run(sender.connect("e0"))
     join()
@@ -141,7 +141,7 @@ def test_sender_and_receiver_in_two_processes(tmp_path: Path) -> None:
     sender = LocalWeightSender(_weights, timeout_s=60.0, buffer_size_bytes=300)
     out = tmp_path / "received.pt"
     engine = subprocess.Popen(
-        [sys.executable, "-c", _ENGINE, json.dumps(sender.init_info("e0")), str(out)],
+        [sys.executable, "-c", _ENGINE, json.dumps(sender.init_payload("e0")), str(out)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,

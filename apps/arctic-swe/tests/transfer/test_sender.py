@@ -36,12 +36,12 @@ class CountingWeights:
 
 def test_init_info_is_a_valid_tcp_payload_with_the_trainer_at_rank_0() -> None:
     sender = LocalWeightSender(CountingWeights(), host="127.0.0.1", buffer_size_bytes=4096)
-    payload = sender.init_info("e0")
+    payload = sender.init_payload("e0")
     info = NcclInitInfo.from_payload(payload)
     assert (info.rank_offset, info.world_size, info.packed) == (1, 2, True)
     assert info.packed_buffer_size_bytes == 4096
-    assert sender.init_info("e0") == payload  # stable until connected
-    assert sender.init_info("e1")["master_port"] != payload["master_port"]
+    assert sender.init_payload("e0") == payload  # stable until connected
+    assert sender.init_payload("e1")["master_port"] != payload["master_port"]
     assert isinstance(sender, WeightSender)
     sender.close()
 
@@ -76,7 +76,7 @@ def test_engines_refresh_independently_and_weights_are_read_once_per_version() -
 
     async def scenario() -> None:
         for engine, receiver in receivers.items():
-            payload = sender.init_info(engine)
+            payload = sender.init_payload(engine)
             await asyncio.gather(sender.connect(engine), asyncio.to_thread(receiver.join, payload))
         both = await asyncio.gather(refresh("e0", 5), refresh("e1", 5))
         alone = await refresh("e1", 6)  # e0 stays at 5
@@ -98,7 +98,7 @@ def test_a_second_join_gets_a_fresh_group(fixed_port: bool, unused_port: int) ->
     receiver = EngineReceiver(timeout_s=30.0)
     seen = []
     for _ in range(2):
-        payload = sender.init_info("e0")
+        payload = sender.init_payload("e0")
         seen.append(payload["master_port"])
         join = in_thread(lambda payload=payload: receiver.join(payload))
         asyncio.run(sender.connect("e0"))

@@ -32,6 +32,7 @@ from arctic_swe.config._run_inputs import (
 from arctic_swe.config._rundir import RunDir, load_run_config, prepare_run_dir
 from arctic_swe.config._schema import (
     PROCEDURAL_DECK,
+    WEIGHT_TRANSFERS,
     DeckSection,
     EngineSection,
     HarnessSection,
@@ -47,6 +48,7 @@ __all__ = [
     "POLICY_LOGS",
     "PRESETS",
     "PROCEDURAL_DECK",
+    "WEIGHT_TRANSFERS",
     "DeckSection",
     "EndReason",
     "EngineSection",

@@ -26,6 +26,7 @@ from arctic_swe.config._schema import (
     ROUTING_POLICIES,
     SECTIONS,
     TRAINER_KINDS,
+    WEIGHT_TRANSFERS,
     RunConfig,
 )
 
@@ -312,6 +313,16 @@ def _validate_engine_kind(engine: Any) -> None:
         engine.refresh_mode in REFRESH_MODES,
         "engine.refresh_mode",
         f"must be one of {REFRESH_MODES}",
+    )
+    _require(
+        engine.weight_transfer in WEIGHT_TRANSFERS,
+        "engine.weight_transfer",
+        f"must be one of {WEIGHT_TRANSFERS}",
+    )
+    _require(
+        engine.kind == "http" or engine.weight_transfer == "reload",
+        "engine.weight_transfer",
+        'in-process engines take the trainer\'s tensors directly; "nccl" needs engine.kind = "http"',
     )
     _require(engine.launch >= 0, "engine.launch", "must be >= 0")
     _require(engine.serve_threads >= 1, "engine.serve_threads", "must be >= 1")

@@ -13,6 +13,7 @@ import attrs
 ROUTING_POLICIES = ("least_loaded", "session_hash")
 ENGINE_KINDS = ("inprocess", "http")
 REFRESH_MODES = ("inflight", "drain")
+WEIGHT_TRANSFERS = ("reload", "nccl")  # the refresh paths of HTTP engines (vLLM 0.33)
 RATIO_CONTROLS = ("mask", "ppo_clip")
 AGGREGATIONS = ("token_mean", "rollout_mean")
 TRAINER_KINDS = ("inprocess", "remote")
@@ -87,6 +88,10 @@ class EngineSection:
     # "inflight": refresh engines under running turns (pause in place, reload, re-prefill,
     # resume; Arctic-SWE §3.3); "drain": wait for running turns first (the comparison).
     refresh_mode: str = "inflight"
+    # How HTTP engines get new weights (vLLM 0.33's two paths): "reload" — the published
+    # weights directory through /collective_rpc reload_weights; "nccl" — vLLM's weight-transfer
+    # routes, the trainer broadcasting (gloo on CPU) while the engine receives.
+    weight_transfer: str = "reload"
     # "inprocess": torch engines in this process (``engines`` of them); "http": engine servers
     # speaking the vLLM-compatible protocol, either already running at ``urls`` or ``launch``
     # ``arctic-swe serve`` processes the run starts on 127.0.0.1 and stops at exit.

@@ -17,6 +17,7 @@ from arctic_swe.distributed._errors import (
 from arctic_swe.distributed._loopstate import load_loop_state, save_loop_state
 from arctic_swe.distributed._sharded import PolicyScorer, ShardedTrainer, ShardStats
 from arctic_swe.distributed._split import shard_loads, split_by_tokens
+from arctic_swe.distributed._weight_sender import RemoteWeightSender
 from arctic_swe.distributed._wire import WireBatch, decode_batch, encode_batch
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "InProcessTrainer",
     "PolicyScorer",
     "RemoteTrainer",
+    "RemoteWeightSender",
     "ShardStats",
     "ShardedTrainer",
     "TrainerCheckpointError",

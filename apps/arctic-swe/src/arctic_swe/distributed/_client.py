@@ -8,8 +8,9 @@ The RL loop (Arctic-SWE §3.3, fully asynchronous) only ever talks to a :class:`
   step is an awaited request, so the loop's engines keep generating batch k+1 while the remote
   ranks train batch k.
 
-Both give back :class:`arctic_swe.trainer.StepStats` and write the new policy as one safetensors
-file for the engines' refresh (the file weight-transfer path). A remote trainer that does not
+Both give back :class:`arctic_swe.trainer.StepStats`, publish the new policy as a weights
+directory (the ``reload`` refresh path) and offer the trainer side of the ``nccl`` path
+(:meth:`TrainerHandle.weight_sender`). A remote trainer that does not
 answer within ``timeout_s`` or answers 5xx raises :class:`TrainerUnavailableError` (the run
 stops with that message), a refused batch :class:`TrainerRequestError` — never a hang.
 """
@@ -26,6 +27,7 @@ import httpx
 from arctic_swe.distributed._errors import TrainerRequestError, TrainerUnavailableError
 from arctic_swe.distributed._wire import encode_batch
 from arctic_swe.trainer import StepStats, Trainer, TrainSample
+from arctic_swe.transfer import WeightSender
 
 
 @runtime_checkable
@@ -54,8 +56,12 @@ class TrainerHandle(Protocol):
         ...
 
     async def weights_file(self, version: int, directory: Path) -> Path:
-        """The safetensors file of the current weights (policy ``version``) for an engine
+        """The published directory of the current weights (policy ``version``) for an engine
         refresh; written under ``directory`` if the trainer did not already write one."""
+        ...
+
+    def weight_sender(self) -> WeightSender:
+        """The trainer side of the engines' NCCL refresh path (vLLM 0.33's protocol)."""
         ...
 
 
@@ -86,6 +92,14 @@ class InProcessTrainer:
         from arctic_swe._published import publish
 
         return await asyncio.to_thread(publish, self.trainer.weights(), directory, version)
+
+    def weight_sender(self) -> WeightSender:
+        """Broadcasts this process's current weights (one group per engine, this process
+        rank 0); the groups close with the process."""
+        from arctic_swe.transfer import LocalWeightSender
+
+        trainer = self.trainer
+        return LocalWeightSender(lambda _version: list(trainer.weights().items()))
 
 
 class RemoteTrainer:
@@ -162,6 +176,17 @@ class RemoteTrainer:
 
     async def shutdown(self) -> None:
         await self._call("POST", "/shutdown", timeout=min(self.timeout_s, 30))
+
+    def weight_sender(self) -> WeightSender:
+        """Rank 0's weight-transfer routes (:class:`RemoteWeightSender`)."""
+        from arctic_swe.distributed._weight_sender import RemoteWeightSender
+
+        return RemoteWeightSender(self)
+
+    async def request(self, route: str, body: dict[str, Any]) -> dict[str, Any]:
+        """``POST route`` with a JSON ``body`` (the weight-transfer routes); the same typed
+        errors as every call."""
+        return await self._call("POST", route, json=body)
 
     async def aclose(self) -> None:
         await self._client.aclose()

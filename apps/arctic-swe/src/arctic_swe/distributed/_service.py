@@ -5,9 +5,11 @@ Routes (JSON in and out; errors are ``{"error": {"message", "type", "code"}}``):
 * ``GET /health`` -> ``{"status", "world_size", "steps", "version"}``
 * ``POST /step`` (the batch of :mod:`._wire`) -> ``{"step", "version", "weights_path",
   "stats": {...}}``: one optimizer step over all ranks, then the consolidated weights written
-  once as ``RUN_DIR/weights/policy-vN.safetensors`` for the engines' refresh.
+  once as ``RUN_DIR/weights/policy-vN/model.safetensors`` for the engines' refresh.
 * ``POST /checkpoint`` -> ``{"path", "step", "version"}`` (sharded DCP + HF export)
 * ``POST /shutdown`` -> ``{"status": "stopping"}``; the ranks leave and the process exits 0.
+* ``POST /weight_transfer/...`` -> rank 0's side of the NCCL refresh path
+  (:mod:`._transfer_routes`).
 
 A bad body is a 400 (and a ``version`` that is not the next one a 409) and the service keeps
 serving: it is refused on rank 0 before any rank is involved. Requests run one at a time on a
@@ -48,6 +50,7 @@ class _State:
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trainer-ranks")
         self.failure: str | None = None
         self.stopping = asyncio.Event()
+        self.sender: Any = None  # the weight-transfer sender (closed at exit)
 
 
 def error(status: int, message: str, kind: str) -> JSONResponse:
@@ -57,10 +60,14 @@ def error(status: int, message: str, kind: str) -> JSONResponse:
     return JSONResponse(body, status_code=status)
 
 
-def create_app(worker: Worker) -> tuple[FastAPI, _State]:
-    """The ASGI app over ``worker`` (rank 0) and the state the server loop watches."""
+def create_app(worker: Worker, *, host: str = "127.0.0.1") -> tuple[FastAPI, _State]:
+    """The ASGI app over ``worker`` (rank 0) and the state the server loop watches; ``host``
+    is the address engines reach rank 0's weight-transfer stores on."""
+    from arctic_swe.distributed._transfer_routes import add_transfer_routes
+
     app = FastAPI(title="arctic-swe trainer", docs_url=None, redoc_url=None)
     state = _State(worker)
+    state.sender = add_transfer_routes(app, worker, host=host)
 
     async def on_ranks(function: Any, *args: Any) -> Any:
         """Run a collective on the ranks' thread; a failure there is fatal for the process."""
@@ -140,7 +147,7 @@ async def serve(worker: Worker, host: str, port: int) -> int:
 
     import uvicorn
 
-    app, state = create_app(worker)
+    app, state = create_app(worker, host=host)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -168,6 +175,8 @@ async def serve(worker: Worker, host: str, port: int) -> int:
     finally:
         watcher.cancel()
         sock.close()
+        if state.sender is not None:
+            state.sender.close()
     if state.failure is not None:
         print(
             json.dumps({"event": "failed", "role": "trainer", "error": state.failure}), flush=True

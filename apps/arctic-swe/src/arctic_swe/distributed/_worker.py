@@ -71,6 +71,8 @@ class Worker:
     pids: tuple[int, ...] = ()  # every rank's process id, by rank
     last_checkpoint: Path | None = None
     history: list[float] = field(default_factory=list)  # seconds of each step
+    #: rank 0: the newest version and its gathered full weights (the NCCL refresh sends them)
+    latest_weights: tuple[int, dict[str, torch.Tensor]] | None = None
 
     @property
     def rank(self) -> int:
@@ -112,6 +114,7 @@ class Worker:
         root = self.options.run_dir / "weights"
         path = published_dir(root, self.version)
         if weights is not None:
+            self.latest_weights = (self.version, weights)
             publish(weights, root, self.version)
             prune(root, keep=_KEEP_WEIGHT_FILES, current=path)
         return StepResult(stats, self.version, path)

@@ -14,7 +14,7 @@ from arctic_swe.engine._errors import (
     RequestError,
 )
 from arctic_swe.engine._forward import batched_forward
-from arctic_swe.engine._http import WEIGHT_TRANSFERS, HttpEngine, HttpEngineConfig, WeightSender
+from arctic_swe.engine._http import HttpEngine, HttpEngineConfig
 from arctic_swe.engine._pools import CachePools
 from arctic_swe.engine._sampling import derive_seed, sample_tokens
 from arctic_swe.engine._wire import NEUTRAL_SAMPLING, START_LABEL
@@ -22,7 +22,6 @@ from arctic_swe.engine._wire import NEUTRAL_SAMPLING, START_LABEL
 __all__ = [
     "NEUTRAL_SAMPLING",
     "START_LABEL",
-    "WEIGHT_TRANSFERS",
     "CachePools",
     "CoreCounters",
     "EngineClosedError",
@@ -39,7 +38,6 @@ __all__ = [
     "RefreshStats",
     "RequestError",
     "TorchEngine",
-    "WeightSender",
     "batched_forward",
     "derive_seed",
     "sample_tokens",

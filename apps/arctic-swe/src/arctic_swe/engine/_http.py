@@ -23,11 +23,12 @@ import math
 import random
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import attrs
 import httpx
 
+from arctic_swe.config import WEIGHT_TRANSFERS
 from arctic_swe.engine._errors import (
     EngineClosedError,
     EngineProtocolError,
@@ -44,10 +45,8 @@ from arctic_swe.engine._wire import (
     parse_prometheus,
     version_label,
 )
+from arctic_swe.transfer import WeightSender
 from load_router import GenerateRequest, GenerateResult
-
-#: The two weight-refresh paths of vLLM 0.33 (module docstring).
-WEIGHT_TRANSFERS = ("reload", "nccl")
 
 #: HTTP statuses worth another try: the server is overloaded, restarting or paused.
 _RETRY_STATUSES = frozenset({500, 502, 503, 504})
@@ -67,27 +66,6 @@ _ONCE_ROUTES = frozenset(
 #: on each request and response (quadratic in the concurrency): 32 turns in one pool cost ~2 ms
 #: of client CPU each, so concurrent turns are spread over several small pools instead.
 _LANE_CONNECTIONS = 8
-
-
-class WeightSender(Protocol):
-    """The trainer side of the ``"nccl"`` refresh path: one weight-transfer group per engine
-    (the trainer is rank 0), vLLM 0.33's init and update payloads, and the broadcast."""
-
-    def init_info(self, engine_id: str) -> dict[str, Any]:
-        """The ``init_info`` of ``/init_weight_transfer_engine`` for ``engine_id``."""
-        ...
-
-    def connect(self, engine_id: str) -> Awaitable[None]:
-        """Join ``engine_id``'s group (runs while the engine's init route runs)."""
-        ...
-
-    def update_info(self, version: int) -> Awaitable[dict[str, Any]]:
-        """``{"names", "dtype_names", "shapes"}`` of ``version``'s weights."""
-        ...
-
-    def send(self, engine_id: str, version: int) -> Awaitable[None]:
-        """Broadcast ``version``'s weights (runs while the engine's ``/update_weights`` runs)."""
-        ...
 
 
 @dataclass(frozen=True)
@@ -303,7 +281,8 @@ class HttpEngine:
 
     async def _join_sender(self) -> None:
         assert self._sender is not None  # the constructor insists on one for "nccl"
-        init_info = self._sender.init_info(self._engine_id)
+        route = "/init_weight_transfer_engine"
+        init_info = await self._trainer_side(self._sender.init_info(self._engine_id), route)
         await self._concurrently(
             self._control("POST", "/init_weight_transfer_engine", json={"init_info": init_info}),
             self._sender.connect(self._engine_id),
@@ -313,7 +292,7 @@ class HttpEngine:
 
     async def _update_by_broadcast(self, version: int) -> None:
         assert self._sender is not None
-        update_info = await self._sender.update_info(version)
+        update_info = await self._trainer_side(self._sender.update_info(version), "/update_weights")
         await self._control("POST", "/start_weight_update")
         await self._concurrently(
             self._control("POST", "/update_weights", json={"update_info": update_info}),
@@ -322,21 +301,35 @@ class HttpEngine:
         )
         await self._control("POST", "/finish_weight_update", json={"weight_version": str(version)})
 
+    async def _trainer_side(self, call: Awaitable[dict[str, Any]], route: str) -> dict[str, Any]:
+        try:
+            return await call
+        except Exception as exc:  # whatever the trainer side raises, this engine's refresh failed
+            raise RefreshError(
+                f"engine {self._engine_id}: POST {route}: the trainer side failed: {exc!r}"
+            ) from exc
+
     async def _concurrently(
         self, engine_call: Awaitable[Any], trainer_call: Awaitable[None], *, route: str
     ) -> None:
         """Run an engine route and the trainer side of the same collective together (both
-        block inside it); the first failure wins, named by side. A trainer side that fails
-        (an unreachable trainer endpoint) is a :class:`RefreshError` for this engine."""
-        outcomes = await asyncio.gather(engine_call, trainer_call, return_exceptions=True)
-        engine_error, trainer_error = outcomes
-        if isinstance(engine_error, BaseException):
-            raise engine_error
-        if isinstance(trainer_error, BaseException):
+        block inside it). The first failure ends both: the other side would only wait for a
+        peer that is gone. A failed trainer side (an unreachable trainer endpoint) is a
+        :class:`RefreshError` for this engine; an engine failure keeps its own type."""
+        engine_task = asyncio.ensure_future(engine_call)
+        trainer_task = asyncio.ensure_future(trainer_call)
+        done, pending = await asyncio.wait(
+            {engine_task, trainer_task}, return_when=asyncio.FIRST_EXCEPTION
+        )
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        if engine_task in done and engine_task.exception() is not None:
+            raise engine_task.exception()  # type: ignore[misc]
+        if trainer_task in done and (error := trainer_task.exception()) is not None:
             raise RefreshError(
-                f"engine {self._engine_id}: POST {route}: the trainer side failed: "
-                f"{trainer_error!r}"
-            ) from trainer_error
+                f"engine {self._engine_id}: POST {route}: the trainer side failed: {error!r}"
+            ) from error
 
     # ------------------------------------------------------------ service calls
     async def health(self) -> bool:

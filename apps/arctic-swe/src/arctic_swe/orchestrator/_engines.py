@@ -24,6 +24,7 @@ from torch import nn
 from arctic_swe.config import RunConfig, RunDir
 from arctic_swe.engine import EngineConfig, TorchEngine, derive_seed
 from arctic_swe.orchestrator._launch import LaunchError, ServerFleet, ServerSpec
+from arctic_swe.transfer import WeightSender
 from load_router import Engine
 
 if TYPE_CHECKING:
@@ -55,6 +56,8 @@ class EngineInputs:
     stop_id: int
     version: int
     weights: Callable[[], dict[str, torch.Tensor]]
+    #: the trainer side of ``engine.weight_transfer = "nccl"`` (None for "reload")
+    weight_sender: WeightSender | None = None
 
 
 @dataclass
@@ -123,9 +126,16 @@ async def _http_engines(
         request_timeout_s=section.timeout_s,
         control_timeout_s=section.timeout_s,
         stop_token_ids=(inputs.stop_id,),
+        weight_transfer="nccl" if section.weight_transfer == "nccl" else "reload",
     )
     engines = [
-        HttpEngine(f"http-{i}", url, capacity=section.capacity, config=client)
+        HttpEngine(
+            f"http-{i}",
+            url,
+            capacity=section.capacity,
+            config=client,
+            weight_sender=inputs.weight_sender,
+        )
         for i, url in enumerate(urls)
     ]
     stack.push_async_callback(_close_all, list(engines))

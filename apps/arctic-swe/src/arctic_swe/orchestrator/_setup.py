@@ -164,7 +164,12 @@ async def open_components(
         _check_remote_version(trainer, version)
         stop_id = special_id(tokenizer, IM_END)
         engine_inputs = EngineInputs(
-            engine_inputs.model, inputs.policy_dir, stop_id, version, engine_inputs.weights
+            engine_inputs.model,
+            inputs.policy_dir,
+            stop_id,
+            version,
+            engine_inputs.weights,
+            trainer.weight_sender() if config.engine.weight_transfer == "nccl" else None,
         )
         async with _serving(config, run, engine_inputs, engine_factory, backend) as (
             engines,

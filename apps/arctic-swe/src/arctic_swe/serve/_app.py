@@ -30,7 +30,7 @@ from arctic_swe.serve._protocol import (
     spans_from_versions,
 )
 from arctic_swe.serve._state import EngineServer, PausedError
-from arctic_swe.serve._transfer import ProtocolError
+from arctic_swe.serve._transfer import ProtocolError, TransferFailedError
 
 Decoder = Callable[[Sequence[int]], str]
 _M = TypeVar("_M", bound=CompletionRequest)
@@ -164,6 +164,7 @@ def _install_error_handlers(app: FastAPI, server: EngineServer) -> None:
     app.add_exception_handler(PausedError, reply(503, "ServiceUnavailableError"))
     app.add_exception_handler(EngineFailedError, reply(500, "InternalServerError"))
     app.add_exception_handler(EngineClosedError, reply(500, "InternalServerError"))
+    app.add_exception_handler(TransferFailedError, reply(500, "InternalServerError"))
 
 
 async def _json_object(raw: Request, *, allow_empty: bool = False) -> dict[str, Any]:

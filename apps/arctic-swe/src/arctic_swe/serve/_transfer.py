@@ -32,12 +32,20 @@ class ProtocolError(ValueError):
     """A call out of protocol order or with a bad argument (HTTP 400); nothing changed."""
 
 
+class TransferFailedError(RuntimeError):
+    """The weight-transfer group failed (the trainer never joined, left, or timed out): HTTP
+    500, as vLLM answers a failed collective; the served weights are unchanged."""
+
+
 class WeightRoutes:
     """The weights and labels of one served engine (every method runs on the server's event
     loop; blocking transfers run in a worker thread)."""
 
-    def __init__(self, engine: TorchEngine, model: torch.nn.Module) -> None:
+    def __init__(
+        self, engine: TorchEngine, model: torch.nn.Module, *, transfer_timeout_s: float = 300.0
+    ) -> None:
         self.engine = engine
+        self.transfer_timeout_s = transfer_timeout_s
         self._spec = weight_spec(model)
         self._tied = tied_spec(model)
         self._labels: dict[int, str] = {engine.version: START_LABEL}
@@ -94,15 +102,22 @@ class WeightRoutes:
     async def init_transfer(self, init_info: object) -> None:
         """``/init_weight_transfer_engine``: join the trainer's group (blocks until the
         trainer side joins too)."""
-        from arctic_swe.transfer import EngineReceiver, TransferProtocolError
+        from arctic_swe.transfer import (
+            EngineReceiver,
+            TransferConnectionError,
+            TransferProtocolError,
+            TransferTimeoutError,
+        )
 
         if not isinstance(init_info, Mapping):
             raise ProtocolError("init_info must be a JSON object")
-        receiver = EngineReceiver()
+        receiver = EngineReceiver(timeout_s=self.transfer_timeout_s)
         try:
             await asyncio.to_thread(receiver.join, dict(init_info))
         except TransferProtocolError as exc:
             raise ProtocolError(f"init_weight_transfer_engine: {exc}") from exc
+        except (TransferTimeoutError, TransferConnectionError) as exc:
+            raise TransferFailedError(f"init_weight_transfer_engine: {exc}") from exc
         if self._receiver is not None:
             await asyncio.to_thread(self._receiver.close)
         self._receiver = receiver
@@ -126,7 +141,11 @@ class WeightRoutes:
 
     async def receive(self, update_info: object) -> None:
         """``/update_weights``: receive one round of the broadcast into the staged update."""
-        from arctic_swe.transfer import TransferProtocolError
+        from arctic_swe.transfer import (
+            TransferConnectionError,
+            TransferProtocolError,
+            TransferTimeoutError,
+        )
 
         if self._staged is None or self._receiver is None:
             raise ProtocolError("call /start_weight_update before /update_weights")
@@ -138,6 +157,10 @@ class WeightRoutes:
             self._staged = None
             self.refused += 1
             raise ProtocolError(f"update_weights refused, old weights kept: {exc}") from exc
+        except (TransferTimeoutError, TransferConnectionError) as exc:
+            self._staged = None
+            self.refused += 1
+            raise TransferFailedError(f"update_weights failed, old weights kept: {exc}") from exc
         self._staged.update(tensors)
 
     async def finish_update(self, label: object, *, invalidate: bool) -> None:

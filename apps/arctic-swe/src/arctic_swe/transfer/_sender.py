@@ -27,9 +27,15 @@ PortPicker = Callable[[int], int]
 
 @runtime_checkable
 class WeightSender(Protocol):
-    """What ``HttpEngine`` needs to push weights into engines over the NCCL route."""
+    """The trainer side of ``HttpEngine``'s NCCL refresh path: one weight-transfer group per
+    engine (the trainer is rank 0), vLLM 0.33's init and update payloads, and the broadcast.
+    ``connect`` runs while the engine's ``/init_weight_transfer_engine`` runs, ``send`` while
+    its ``/update_weights`` runs (both sides block inside the same collective)."""
 
-    def init_info(self, engine_id: str) -> dict[str, Any]: ...
+    async def init_info(self, engine_id: str) -> dict[str, Any]:
+        """The ``init_info`` of ``/init_weight_transfer_engine`` for ``engine_id`` (the trainer
+        hosts that engine's rendezvous)."""
+        ...
 
     async def connect(self, engine_id: str) -> None: ...
 
@@ -79,8 +85,12 @@ class LocalWeightSender:
         self._groups: dict[str, GlooCommunicator] = {}
         self._latest: tuple[int, list[tuple[str, torch.Tensor]], UpdateInfo] | None = None
 
-    def init_info(self, engine_id: str) -> dict[str, Any]:
-        """Host ``engine_id``'s store (if not yet) and return its ``init_info`` payload.
+    async def init_info(self, engine_id: str) -> dict[str, Any]:
+        """Host ``engine_id``'s store (if not yet) and return its ``init_info`` payload."""
+        return self.init_payload(engine_id)
+
+    def init_payload(self, engine_id: str) -> dict[str, Any]:
+        """:meth:`init_info` for synchronous callers (binding the store does not block).
 
         Called again after `connect` (the engine restarted and joins anew), it leaves the old
         group and hosts a fresh store, so no rendezvous keys of the old group are reused.

@@ -1,0 +1,114 @@
+"""Rank 0's end of the NCCL weight-transfer path (vLLM 0.33's protocol; Arctic-SWE §3.3).
+
+With ``engine.weight_transfer = "nccl"`` the orchestrator refreshes an engine by driving two
+sides of one collective at once: the engine's vLLM routes and these trainer routes, which a
+:class:`~arctic_swe.distributed.RemoteWeightSender` calls:
+
+* ``POST /weight_transfer/init_info {"engine_id"}`` -> the engine's ``init_info`` (rank 0
+  hosts that engine's rendezvous store on the trainer's address);
+* ``POST /weight_transfer/connect {"engine_id"}`` -> joins the engine's group as rank 0
+  (answers once the engine has joined through ``/init_weight_transfer_engine``);
+* ``POST /weight_transfer/update_info {"version"}`` -> ``{"names", "dtype_names", "shapes"}``;
+* ``POST /weight_transfer/send {"engine_id", "version"}`` -> broadcasts (answers once the
+  engine's ``/update_weights`` has received everything).
+
+The weights sent are the full tensors rank 0 gathered for the version's step (kept in memory
+for the newest version), or, for an older one (a resumed run catching engines up), the
+version's published directory. Nothing here runs on the other ranks: the gather already
+happened in the step.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from arctic_swe._published import published_dir, weights_file
+from arctic_swe.distributed._service import error
+from arctic_swe.distributed._worker import Worker
+from arctic_swe.transfer import (
+    LocalWeightSender,
+    TransferConnectionError,
+    TransferProtocolError,
+    TransferTimeoutError,
+)
+
+
+def weights_of(worker: Worker, version: int) -> Sequence[tuple[str, torch.Tensor]]:
+    """``version``'s full weights in a fixed order: the newest from rank 0's memory, older
+    ones from their published directory. TransferProtocolError when neither exists."""
+    latest = worker.latest_weights
+    if latest is not None and latest[0] == version:
+        return list(latest[1].items())
+    path = weights_file(published_dir(worker.options.run_dir / "weights", version))
+    if not path.is_file():
+        raise TransferProtocolError(f"the trainer holds no weights for version {version}")
+    from safetensors.torch import load_file
+
+    return list(load_file(str(path)).items())
+
+
+def add_transfer_routes(app: FastAPI, worker: Worker, *, host: str) -> LocalWeightSender:
+    """Mount the routes above on ``app``; returns the sender (close it at exit)."""
+    sender = LocalWeightSender(lambda version: weights_of(worker, version), host=host)
+
+    async def answer(raw: Request, *fields: str) -> tuple[Any, ...] | JSONResponse:
+        try:
+            body = json.loads(await raw.body())
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return error(400, f"the body is not JSON: {exc}", "BadRequestError")
+        kinds = {"engine_id": str, "version": int}
+        if not isinstance(body, dict) or not all(
+            isinstance(body.get(f), kinds[f]) and not isinstance(body.get(f), bool) for f in fields
+        ):
+            wanted = ", ".join(f"{f} ({kinds[f].__name__})" for f in fields)
+            return error(400, f"the body must be an object with {wanted}", "BadRequestError")
+        return tuple(body[f] for f in fields)
+
+    async def guarded(call: Any) -> JSONResponse:
+        try:
+            return JSONResponse(await call)
+        except TransferProtocolError as exc:
+            return error(409, str(exc), "ConflictError")
+        except (TransferTimeoutError, TransferConnectionError) as exc:
+            return error(504, f"weight transfer: {exc}", "GatewayTimeoutError")
+
+    @app.post("/weight_transfer/init_info")
+    async def init_info(raw: Request) -> JSONResponse:
+        args = await answer(raw, "engine_id")
+        if isinstance(args, JSONResponse):
+            return args
+        return await guarded(sender.init_info(args[0]))
+
+    @app.post("/weight_transfer/connect")
+    async def connect(raw: Request) -> JSONResponse:
+        args = await answer(raw, "engine_id")
+        if isinstance(args, JSONResponse):
+            return args
+        return await guarded(_done(sender.connect(args[0])))
+
+    @app.post("/weight_transfer/update_info")
+    async def update_info(raw: Request) -> JSONResponse:
+        args = await answer(raw, "version")
+        if isinstance(args, JSONResponse):
+            return args
+        return await guarded(sender.update_info(args[0]))
+
+    @app.post("/weight_transfer/send")
+    async def send(raw: Request) -> JSONResponse:
+        args = await answer(raw, "engine_id", "version")
+        if isinstance(args, JSONResponse):
+            return args
+        return await guarded(_done(sender.send(args[0], int(args[1]))))
+
+    return sender
+
+
+async def _done(call: Any) -> dict[str, str]:
+    await call
+    return {"status": "ok"}
