@@ -198,6 +198,19 @@ def differential(session: nox.Session) -> None:
 
 
 @nox.session
+def vllm_conformance(session: nox.Session) -> None:
+    """HttpEngine against vLLM 0.33's own RL, RPC and cache routers and exception handlers,
+    over loopback HTTP, with a CPU stand-in engine client behind them (no GPU). The locked
+    `arctic-swe[vllm]` set without the dev group (vLLM: a few GB), then pytest."""
+    _sync(session, "--package=arctic-swe", "--extra", "vllm", "--no-dev")
+    session.install("pytest>=8.4")
+    session.run(
+        "pytest", "integration_tests/vllm_conformance", "-q", "-p", "no:cacheprovider",
+        *session.posargs,
+    )  # fmt: skip
+
+
+@nox.session
 def fla_peer(session: nox.Session) -> None:
     """hybrid-numerics' fla-compatible call surface against fla-core 0.6.0's own signatures, in
     an environment of its own (fla is never in the workspace: transformers would route Qwen3.5
