@@ -124,6 +124,32 @@ def test_cpu_cluster_runs_three_updates_on_two_engines_and_two_ranks(
 
 
 @pytest.mark.slow  # heavy (CI time); nox -s nightly runs it
+def test_cpu_cluster_refreshes_engines_over_the_nccl_protocol(
+    launch: type[Launcher], tiny_model: Path, tmp_path: Path
+) -> None:
+    """The same cluster with ``engine.weight_transfer = "nccl"``: every refresh goes through
+    vLLM's weight-transfer routes, rank 0 broadcasting over gloo (the GPU node's code path)."""
+    topology = tmp_path / "nccl.toml"
+    text = CPU_CLUSTER.read_text().replace("[engine]\n", '[engine]\nweight_transfer = "nccl"\n', 1)
+    assert 'weight_transfer = "nccl"' in text
+    topology.write_text(text)
+    launcher = launch(str(topology), "--model", str(tiny_model), "--updates", "3")
+    code = launcher.finish()
+    assert code == 0, launcher.lines[-20:]
+    records = [json.loads(line) for line in (launcher.run_dir / "metrics.jsonl").open()]
+    assert [r["step"] for r in records] == [1, 2, 3]
+    loop_config = (launcher.run_dir / "cluster" / "loop.toml").read_text()
+    assert 'weight_transfer = "nccl"' in loop_config
+    # rank 0 broadcast versions 1..3 into both engines' groups (its log: one line per send)
+    trainer_log = (launcher.run_dir / "logs" / "trainer.log").read_text().splitlines()
+    sent = [json.loads(line) for line in trainer_log if '"weights_sent"' in line]
+    assert sorted((s["engine_id"], s["version"]) for s in sent) == [
+        (f"http-{e}", v) for e in range(2) for v in (1, 2, 3)
+    ]
+    assert launcher.leftovers() == []
+
+
+@pytest.mark.slow  # heavy (CI time); nox -s nightly runs it
 def test_killing_trainer_rank_1_stops_the_whole_cluster(
     launch: type[Launcher], tiny_model: Path
 ) -> None:

@@ -21,6 +21,7 @@ happened in the step.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -104,7 +105,13 @@ def add_transfer_routes(app: FastAPI, worker: Worker, *, host: str) -> LocalWeig
         args = await answer(raw, "engine_id", "version")
         if isinstance(args, JSONResponse):
             return args
-        return await guarded(_done(sender.send(args[0], int(args[1]))))
+        began = time.perf_counter()
+        reply = await guarded(_done(sender.send(args[0], args[1])))
+        if reply.status_code == 200:  # one line per broadcast in the trainer's log
+            seconds = round(time.perf_counter() - began, 3)
+            note = {"event": "weights_sent", "engine_id": args[0], "version": args[1]}
+            print(json.dumps({**note, "seconds": seconds}), flush=True)
+        return reply
 
     return sender
 
