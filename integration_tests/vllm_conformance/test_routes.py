@@ -206,14 +206,15 @@ def test_reload_path_sends_what_vllms_worker_accepts(serve: Serve, checkpoint_v1
 
 
 class NoOpSender:
-    """The trainer side of the NCCL path, minus the broadcast: vLLM's payload shapes only."""
+    """The trainer side of the NCCL path (``arctic_swe.transfer.WeightSender``, async), minus
+    the broadcast: vLLM's payload shapes only."""
 
     def __init__(self, weights: dict[str, torch.Tensor], init_info: Any = None) -> None:
         self.weights = weights
         self.calls: list[tuple[str, Any]] = []
         self._init_info = init_info
 
-    def init_info(self, engine_id: str) -> Any:
+    async def init_info(self, engine_id: str) -> Any:
         self.calls.append(("init_info", engine_id))
         if self._init_info is not None:
             return self._init_info
