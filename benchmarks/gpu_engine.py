@@ -17,8 +17,11 @@ still run where they can):
 4. ``refresh`` — a batch of N turns is started; mid-batch the trainer perturbs its weights (an
    optimizer step's stand-in) and runs vLLM's keep-mode RL flow: ``/pause?mode=keep&
    clear_cache=true`` → ``/start_weight_update`` → ``/update_weights`` (IPC handles of the
-   trainer's CUDA tensors; ``--smoke``: a checkpoint-format safetensors file) →
-   ``/finish_weight_update`` → ``/resume``. Reported: seconds from pause to resumed.
+   trainer's CUDA tensors) → ``/finish_weight_update`` → ``/resume``. ``--smoke`` takes vLLM's
+   reload path instead: the weights published as a directory of safetensors
+   (``arctic_swe._published.publish``), then ``/pause?mode=keep&clear_cache=true`` →
+   ``/collective_rpc`` ``reload_weights`` of that directory → ``/update_weight_version`` →
+   ``/resume``. Reported: seconds from pause to resumed.
 5. ``check`` — a fresh batch under the new weights; the trainer's full forward (FP32 weights,
    float64 log-softmax) scores the same tokens: max |Δ log-prob| and the mismatch KL
    (k3 estimator ``E[exp(r) - 1 - r]``, ``r = log π_trainer - log π_engine``, over the
@@ -76,8 +79,8 @@ def _parse() -> argparse.Namespace:
     parser.add_argument(
         "--smoke",
         action="store_true",
-        help="CPU: arctic-swe serve (torch backend) and the checkpoint-format file transfer "
-        "instead of vLLM and IPC; tiny sizes, seconds",
+        help="CPU: arctic-swe serve (torch backend) and the reload path (a published weights "
+        "directory) instead of vLLM and IPC; tiny sizes, seconds",
     )
     args = parser.parse_args()
     if args.smoke:
@@ -306,22 +309,43 @@ def _post(url: str, path: str, body: dict[str, Any] | None = None) -> Any:
     return reply.json()
 
 
-def _update_info(args: argparse.Namespace, weights: dict[str, torch.Tensor], root: Path) -> Any:
-    if args.smoke:
-        from arctic_swe.serve import save_weight_file
+def _reload_routes(weights: dict[str, torch.Tensor], root: Path) -> list[tuple[str, Any]]:
+    """vLLM's reload path (``--smoke``): version 1 published as a directory, loaded in place by
+    ``reload_weights`` and labelled by ``/update_weight_version``, inside a keep-mode pause."""
+    from arctic_swe._published import publish
 
-        path = save_weight_file(weights, root / "policy-v1.safetensors")
-        return {"weights_path": str(path), "is_checkpoint_format": True}
+    directory = publish(weights, root / "weights", 1)
+    rpc = {
+        "method": "reload_weights",
+        "kwargs": {"weights_path": str(directory), "is_checkpoint_format": True},
+    }
+    return [
+        ("/pause?mode=keep&clear_cache=true", None),
+        ("/collective_rpc", rpc),
+        ("/update_weight_version", {"new_version": "1"}),
+        ("/resume", None),
+    ]
+
+
+def _ipc_routes(weights: dict[str, torch.Tensor]) -> list[tuple[str, Any]]:
+    """vLLM's keep-mode weight-transfer flow with IPC handles of the trainer's CUDA tensors."""
     from torch.multiprocessing.reductions import reduce_tensor
 
     uuid = str(torch.cuda.get_device_properties(torch.cuda.current_device()).uuid)
     handles = [{uuid: reduce_tensor(tensor)} for tensor in weights.values()]
-    return {
+    info = {
         "names": list(weights),
         "dtype_names": [str(t.dtype).removeprefix("torch.") for t in weights.values()],
         "shapes": [list(t.shape) for t in weights.values()],
         "ipc_handles_pickled": base64.b64encode(pickle.dumps(handles)).decode(),
     }
+    return [
+        ("/pause?mode=keep&clear_cache=true", None),
+        ("/start_weight_update", {"is_checkpoint_format": True}),
+        ("/update_weights", {"update_info": info}),
+        ("/finish_weight_update", {"weight_version": "1"}),
+        ("/resume", None),
+    ]
 
 
 def _refresh(
@@ -333,23 +357,24 @@ def _refresh(
     vocab = trainer.config.vocab_size
     dtype = torch.float32 if args.smoke else torch.bfloat16  # the served model's dtype
     weights = _new_weights(trainer, dtype)
-    _post(server.url, "/init_weight_transfer_engine", {"init_info": {}})
+    if not args.smoke:
+        _post(server.url, "/init_weight_transfer_engine", {"init_info": {}})
     prompts = _prompts(args.sequences, args.prompt_len, low, vocab, seed=2)
 
     async def in_flight() -> dict[str, Any]:
         batch = asyncio.ensure_future(_complete(server.url, prompts, args.new_tokens, seed=200))
         await asyncio.sleep(min(0.3 * batch_s, 5.0))
         mid_batch = not batch.done()
-        info = await asyncio.to_thread(_update_info, args, weights, root)
+        if args.smoke:
+            routes = await asyncio.to_thread(_reload_routes, weights, root)
+        else:
+            routes = await asyncio.to_thread(_ipc_routes, weights)
         started = time.perf_counter()
-        for path, body in [
-            ("/pause?mode=keep&clear_cache=true", None),
-            ("/start_weight_update", {"is_checkpoint_format": True}),
-            ("/update_weights", {"update_info": info}),
-            ("/finish_weight_update", {"weight_version": "1"}),
-            ("/resume", None),
-        ]:
-            await asyncio.to_thread(_post, server.url, path, body)
+        try:
+            for path, body in routes[:-1]:
+                await asyncio.to_thread(_post, server.url, path, body)
+        finally:  # a refused update must not leave the engine paused
+            await asyncio.to_thread(_post, server.url, *routes[-1])
         seconds = time.perf_counter() - started
         turns = await batch
         return {
@@ -422,7 +447,7 @@ def main() -> None:
     summary = {
         "benchmark": "gpu_engine",
         "engine": "arctic-swe serve (torch, CPU)" if args.smoke else "vllm serve (GPU)",
-        "transfer": "checkpoint-format file" if args.smoke else "ipc",
+        "transfer": "reload (published directory)" if args.smoke else "ipc",
         "machine": f"{platform.machine()} {os.cpu_count()} cpus, gpu {gpu}",
         "load_average": [round(x, 2) for x in os.getloadavg()],
         "sequences": args.sequences,
