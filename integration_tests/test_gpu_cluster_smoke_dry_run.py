@@ -13,12 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.slow  # ~100 s on a loaded 2-core machine, most of it the server's start-up
+# ~100 s on a loaded 2-core machine (most of it the server's start-up): run in CI, as the GPU-day
+# script's only check that can run without a GPU
 def test_dry_run_refreshes_three_times_by_each_path_and_matches_the_trainer() -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHON"] = sys.executable

@@ -5,12 +5,14 @@ from its published directory, bad bodies are 400 and unknown versions 409 (Arcti
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import threading
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import httpx
+import pytest
 import torch
 from fastapi import FastAPI
 
@@ -94,3 +96,27 @@ def test_bad_bodies_are_400_and_a_version_the_trainer_lacks_is_409(tmp_path: Pat
         assert asyncio.run(body()) == [400, 400, 400, 400, 409, 409, 409]
     finally:
         sender.close()
+
+
+def test_a_cuda_trainer_without_vllm_refuses_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On GPU rank 0 must speak NCCL through vLLM's own trainer-side code; without vLLM in its
+    environment every transfer route says so (409) instead of falling back to gloo."""
+    pytest.importorskip("torch")
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vLLM is importable here: the refusing sender is not used")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    app = FastAPI()
+    sender = add_transfer_routes(app, _worker(tmp_path, None), host="127.0.0.1")
+
+    async def body() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://trainer") as client:
+            return await client.post("/weight_transfer/init_info", json={"engine_id": "e"})
+
+    answer = asyncio.run(body())
+    sender.close()
+    assert answer.status_code == 409
+    assert "vllm" in answer.json()["error"]["message"].lower()

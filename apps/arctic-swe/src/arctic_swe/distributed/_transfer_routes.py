@@ -37,6 +37,8 @@ from arctic_swe.transfer import (
     TransferConnectionError,
     TransferProtocolError,
     TransferTimeoutError,
+    VllmNcclSender,
+    VllmUnavailableError,
 )
 
 
@@ -54,9 +56,14 @@ def weights_of(worker: Worker, version: int) -> Sequence[tuple[str, torch.Tensor
     return list(load_file(str(path)).items())
 
 
-def add_transfer_routes(app: FastAPI, worker: Worker, *, host: str) -> LocalWeightSender:
-    """Mount the routes above on ``app``; returns the sender (close it at exit)."""
-    sender = LocalWeightSender(lambda version: weights_of(worker, version), host=host)
+def add_transfer_routes(app: FastAPI, worker: Worker, *, host: str) -> Any:
+    """Mount the routes above on ``app``; returns the sender (close it at exit).
+
+    CPU ranks speak the protocol over gloo (:class:`LocalWeightSender`, the CPU engines'
+    receiver); CUDA ranks over NCCL with vLLM's own trainer-side code
+    (:class:`VllmNcclSender`), which needs vLLM in the trainer's environment — without it the
+    first ``init_info`` answers 409 with :class:`VllmUnavailableError`'s message."""
+    sender = _sender_for(worker, host)
 
     async def answer(raw: Request, *fields: str) -> tuple[Any, ...] | JSONResponse:
         try:
@@ -114,6 +121,41 @@ def add_transfer_routes(app: FastAPI, worker: Worker, *, host: str) -> LocalWeig
         return reply
 
     return sender
+
+
+def _sender_for(worker: Worker, host: str) -> Any:
+    def weights(version: int) -> Sequence[tuple[str, torch.Tensor]]:
+        return weights_of(worker, version)
+
+    if not torch.cuda.is_available():
+        return LocalWeightSender(weights, host=host)
+    try:
+        device = torch.cuda.current_device()
+        return VllmNcclSender(lambda v: [(n, t.to(device)) for n, t in weights(v)], host=host)
+    except VllmUnavailableError as exc:
+        return _Refusing(str(exc))
+
+
+class _Refusing:
+    """The sender of a CUDA trainer whose environment lacks vLLM: every call says why."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    async def init_info(self, *_args: object) -> dict[str, Any]:
+        raise TransferProtocolError(self.reason)
+
+    async def connect(self, *_args: object) -> None:
+        raise TransferProtocolError(self.reason)
+
+    async def update_info(self, *_args: object) -> dict[str, Any]:
+        raise TransferProtocolError(self.reason)
+
+    async def send(self, *_args: object) -> None:
+        raise TransferProtocolError(self.reason)
+
+    def close(self) -> None:
+        return None
 
 
 async def _done(call: Any) -> dict[str, str]:

@@ -24,6 +24,7 @@ from arctic_swe.transfer._sender import (
     base_port,
     free_ports,
 )
+from arctic_swe.transfer._vllm_sender import VllmNcclSender, VllmUnavailableError
 from arctic_swe.transfer._wire import check_against, receive_weights, send_weights
 
 __all__ = [
@@ -39,6 +40,8 @@ __all__ = [
     "TransferProtocolError",
     "TransferTimeoutError",
     "UpdateInfo",
+    "VllmNcclSender",
+    "VllmUnavailableError",
     "WeightSender",
     "Weights",
     "base_port",
