@@ -28,7 +28,7 @@ from arctic_swe.model import read_weights
 from load_router import EngineState, GenerateRequest, RefreshMode, Router
 
 Serve = Callable[..., Served]
-PROMPT = (5, 17, 42, 3)
+PROMPT: Any = (5, 17, 42, 3)  # Any: attrs' tuple converter confuses mypy's generics
 #: The sampling settings the trainer's log-probs assume (Arctic-SWE §3.3).
 NEUTRAL = {
     "temperature": 1.0,
@@ -414,7 +414,7 @@ def test_engine_side_runtime_error_is_500_then_unavailable(serve: Serve) -> None
 
     async def raw() -> httpx.Response:
         async with httpx.AsyncClient(base_url=served.url) as http:
-            body = {"update_info": {"names": [], "dtype_names": [], "shapes": []}}
+            body: dict[str, Any] = {"update_info": {"names": [], "dtype_names": [], "shapes": []}}
             return await http.post("/update_weights", json=body)
 
     out_of_order = run(raw)
