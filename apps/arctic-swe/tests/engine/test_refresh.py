@@ -229,3 +229,29 @@ def test_router_inflight_refresh_reprefills_a_running_turn_under_the_new_weights
     assert torch.allclose(recorded[:switch], old[:switch], atol=2e-5)
     assert torch.allclose(recorded[switch:], new[switch:], atol=2e-5)
     assert not torch.allclose(old[switch:], new[switch:], atol=1e-3)  # the test can tell
+
+
+def test_a_relabel_changes_the_version_of_later_tokens_only_and_never_goes_back() -> None:
+    """``relabel`` (behind ``/update_weight_version``): same weights, so the same seeded turn
+    samples the same tokens with the same log-probs, now under the new version."""
+    engine = TorchEngine(tiny_model(), EngineConfig(capacity=2, seed=3))
+    seeded = GenerateRequest(rollout_index=0, prompt_ids=(4, 5, 6), max_new_tokens=6, seed=9)
+
+    async def scenario() -> tuple[GenerateResult, GenerateResult]:
+        before = await engine.generate(seeded)
+        await engine.relabel(4)
+        after = await engine.generate(seeded)
+        for stale in (4, 3, True):
+            with pytest.raises(RefreshError):
+                await engine.relabel(stale)  # type: ignore[arg-type]
+        with pytest.raises(RefreshError, match="not newer"):
+            await engine.refresh_weights({}, 2)
+        await engine.close()
+        return before, after
+
+    before, after = asyncio.run(scenario())
+    assert before.token_versions == (0,) * 6
+    assert after.token_versions == (4,) * 6
+    assert after.token_ids == before.token_ids
+    assert after.logprobs == before.logprobs
+    assert engine.version == 4

@@ -187,12 +187,7 @@ class TorchEngine:
         :class:`RefreshError` (engine unchanged) on a non-increasing version or weights that
         do not fit the model.
         """
-        self._check_open()
-        if isinstance(version, bool) or not isinstance(version, int):
-            raise RefreshError(f"version must be an int, got {version!r}")
-        if version <= self._latest_version:
-            raise RefreshError(f"version {version} is not newer than {self._latest_version}")
-        self._latest_version = version
+        self._claim_version(version)
 
         def action() -> RefreshStats:
             try:
@@ -210,16 +205,21 @@ class TorchEngine:
         self.last_refresh = stats
         return stats
 
-    async def relabel(self, version: int) -> None:
-        """Sample under ``version`` from the next step on without touching the weights (a
-        server relabelling what it serves: vLLM's ``/update_weight_version``). Tokens
-        already sampled keep the version they were sampled under."""
+    def _claim_version(self, version: int) -> None:
+        """Reserve ``version`` for a weight change or relabel queued now (it must be newer than
+        every one queued before): :class:`RefreshError` otherwise, engine unchanged."""
         self._check_open()
         if isinstance(version, bool) or not isinstance(version, int):
             raise RefreshError(f"version must be an int, got {version!r}")
         if version <= self._latest_version:
             raise RefreshError(f"version {version} is not newer than {self._latest_version}")
         self._latest_version = version
+
+    async def relabel(self, version: int) -> None:
+        """Sample under ``version`` from the next step on without touching the weights (a
+        server relabelling what it serves: vLLM's ``/update_weight_version``). Tokens
+        already sampled keep the version they were sampled under."""
+        self._claim_version(version)
         core = self._core
 
         def action() -> None:
