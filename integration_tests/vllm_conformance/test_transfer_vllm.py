@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import threading
 from collections.abc import Iterator
 from dataclasses import asdict
 from types import SimpleNamespace
@@ -25,6 +24,12 @@ import pytest
 pytest.importorskip("vllm")  # the module runs only where vLLM imports
 
 import torch
+from conformance_support import (
+    StandInCommunicator,
+    in_thread,
+    patch_cpu_streams,
+    vllm_packed_consume,
+)
 from vllm.distributed.weight_transfer import nccl_engine, packed_tensor
 from vllm.distributed.weight_transfer.base import ModuleSource
 from vllm.distributed.weight_transfer.nccl_common import (
@@ -122,81 +127,16 @@ def test_update_payloads_agree_both_ways() -> None:
     assert UpdateInfo.from_payload(asdict(NCCLWeightTransferUpdateInfo())).is_empty
 
 
-# ── the CPU stand-ins ────────────────────────────────────────────────────────────────────────
-
-
-class StandInCommunicator:
-    """vLLM's ``PyNcclCommunicator`` call shape, carried by our gloo group."""
-
-    def __init__(self, group: GlooCommunicator) -> None:
-        self.group = group
-        self.sizes: list[int] = []
-
-    def broadcast(self, tensor: torch.Tensor, src: int, stream: object = None) -> None:
-        self.sizes.append(tensor.numel() * tensor.element_size())
-        self.group.broadcast(tensor, src=src)
-
-    def destroy(self) -> None:
-        self.group.close()
-
-
-class _NoStream:
-    def synchronize(self) -> None: ...
-
-    def wait_event(self, event: object) -> None: ...
-
-
-class _NoEvent:
-    def record(self, stream: object = None) -> None: ...
+# ── the CPU stand-ins (conformance_support) ──────────────────────────────────────────────────
 
 
 @pytest.fixture
 def cpu_streams(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make vLLM's CUDA-stream bookkeeping no-ops so its transfer code runs on the CPU.
-
-    Patched, and why (this machine has no GPU; the broadcasts themselves are synchronous):
-    - ``packed_tensor._get_streams``: builds ``torch.cuda.Stream`` objects per buffer slot.
-    - ``torch.cuda.stream``: the context manager that makes a slot's stream current.
-    - ``torch.accelerator.current_device_index`` / ``current_stream``: read the CUDA device.
-    - ``torch.cuda.current_stream``: the stream the unpacked paths hand to ``broadcast``.
-    - ``torch.Event``: the consumer's per-chunk ready event.
-    - ``torch.Tensor.record_stream``: the consumer pins receive buffers to CUDA streams.
-    """
-    monkeypatch.setattr(packed_tensor, "_get_streams", lambda _dev, n: (_NoStream(),) * n)
-    monkeypatch.setattr(torch.cuda, "stream", lambda _stream: _NullContext())
-    monkeypatch.setattr(torch.accelerator, "current_device_index", lambda: 0)
-    monkeypatch.setattr(torch.accelerator, "current_stream", lambda *_: _NoStream())
-    monkeypatch.setattr(torch.cuda, "current_stream", lambda *_: _NoStream())
-    monkeypatch.setattr(torch, "Event", _NoEvent)
-    monkeypatch.setattr(torch.Tensor, "record_stream", lambda self, stream: None)
-
-
-class _NullContext:
-    def __enter__(self) -> None: ...
-
-    def __exit__(self, *exc: object) -> None: ...
+    patch_cpu_streams(monkeypatch)
 
 
 def _in_thread(fn: Any) -> Any:
-    box: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as error:
-            box["error"] = error
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-
-    def join() -> Any:
-        thread.join(TIMEOUT_S * 2)
-        assert not thread.is_alive()
-        if "error" in box:
-            raise box["error"]
-        return box.get("value")
-
-    return join
+    return in_thread(fn, TIMEOUT_S * 2)
 
 
 @pytest.fixture
@@ -239,17 +179,7 @@ def test_our_packed_send_into_vllms_packed_consumer(
     received: Pairs = []
     metadata = ((name, (list(t.shape), t.dtype)) for name, t in pairs)
     theirs, ours = StandInCommunicator(rank1), StandInCommunicator(rank0)
-    join = _in_thread(
-        lambda: packed_tensor.packed_nccl_broadcast_consumer(
-            iterator=metadata,
-            group=theirs,
-            src=0,
-            post_unpack_func=received.extend,
-            buffer_size_bytes=buffer,
-            num_buffers=2,
-            device="cpu",
-        )
-    )
+    join = _in_thread(lambda: vllm_packed_consume(metadata, theirs, buffer, received.extend))
     send_weights(
         pairs, ours, packed=True, buffer_size_bytes=buffer, info=UpdateInfo.describe(pairs)
     )

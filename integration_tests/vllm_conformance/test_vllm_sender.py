@@ -10,7 +10,6 @@ CUDA-stream bookkeeping is made a no-op.
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -20,7 +19,13 @@ import pytest
 pytest.importorskip("vllm")  # the module runs only where vLLM imports
 
 import torch
-from vllm.distributed.weight_transfer import nccl_common, packed_tensor
+from conformance_support import (
+    StandInCommunicator,
+    in_thread,
+    patch_cpu_streams,
+    vllm_packed_consume,
+)
+from vllm.distributed.weight_transfer import nccl_common
 from vllm.distributed.weight_transfer.nccl_common import NCCLWeightTransferInitInfo
 from vllm.distributed.weight_transfer.nccl_engine import NCCLWeightTransferUpdateInfo
 
@@ -49,63 +54,25 @@ def _weights(version: int) -> Pairs:
     ]
 
 
-class StandIn:
-    """vLLM's ``PyNcclCommunicator`` call shape over our gloo group, on ``device``."""
-
-    def __init__(self, group: GlooCommunicator, device: str = "cpu") -> None:
-        self.group, self.device, self.disabled = group, torch.device(device), False
-        self.destroyed = False
-
-    def broadcast(self, tensor: torch.Tensor, src: int, stream: object = None) -> None:
-        self.group.broadcast(tensor, src=src)
-
-    def destroy(self) -> None:
-        self.destroyed = True
-        self.group.close()
-
-
-class _NoStream:
-    def synchronize(self) -> None: ...
-
-    def wait_event(self, event: object) -> None: ...
-
-
-class _NoEvent:
-    def record(self, stream: object = None) -> None: ...
-
-
-class _NullContext:
-    def __enter__(self) -> None: ...
-
-    def __exit__(self, *exc: object) -> None: ...
-
-
 @pytest.fixture
 def cpu_streams(monkeypatch: pytest.MonkeyPatch) -> None:
-    """vLLM's CUDA-stream bookkeeping as no-ops (the gloo broadcasts are synchronous)."""
-    monkeypatch.setattr(packed_tensor, "_get_streams", lambda _dev, n: (_NoStream(),) * n)
-    monkeypatch.setattr(torch.cuda, "stream", lambda _stream: _NullContext())
-    monkeypatch.setattr(torch.accelerator, "current_device_index", lambda: 0)
-    monkeypatch.setattr(torch.accelerator, "current_stream", lambda *_: _NoStream())
-    monkeypatch.setattr(torch.cuda, "current_stream", lambda *_: _NoStream())
-    monkeypatch.setattr(torch, "Event", _NoEvent)
-    monkeypatch.setattr(torch.Tensor, "record_stream", lambda self, stream: None)
+    patch_cpu_streams(monkeypatch)
 
 
 @pytest.fixture
-def opened(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, int, StandIn]]:
+def opened(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, int, StandInCommunicator]]:
     """vLLM's ``trainer_init`` replaced: rank 0 hosts our gloo group at the payload's
     rendezvous; every call is recorded as (info, rank, communicator)."""
-    calls: list[tuple[Any, int, StandIn]] = []
+    calls: list[tuple[Any, int, StandInCommunicator]] = []
 
-    def trainer_init(info: Any, rank: int = 0) -> StandIn:
+    def trainer_init(info: Any, rank: int = 0) -> StandInCommunicator:
         store = host_store(
             info.master_address, info.master_port, world_size=info.world_size, timeout_s=TIMEOUT_S
         )
         group = open_gloo_group(
             info.master_address, store.port, rank, info.world_size, timeout_s=TIMEOUT_S, store=store
         )
-        calls.append((info, rank, StandIn(group)))
+        calls.append((info, rank, StandInCommunicator(group)))
         return calls[-1][2]
 
     monkeypatch.setattr(nccl_common, "trainer_init", trainer_init)
@@ -115,36 +82,22 @@ def opened(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, int, StandIn]]:
 def _engine_side(payload: dict[str, Any], body: Callable[[GlooCommunicator], Any]) -> Any:
     """The engine's worker in a thread: joins the payload's group at its rank offset, runs
     ``body``; returns a join() that gives body's value (or raises its error)."""
-    box: dict[str, Any] = {}
     info = NCCLWeightTransferInitInfo(**payload)
 
-    def run() -> None:
+    def run() -> Any:
+        group = open_gloo_group(
+            str(info.master_address),
+            int(info.master_port or 0),
+            info.rank_offset,
+            info.world_size,
+            timeout_s=TIMEOUT_S,
+        )
         try:
-            group = open_gloo_group(
-                str(info.master_address),
-                int(info.master_port or 0),
-                info.rank_offset,
-                info.world_size,
-                timeout_s=TIMEOUT_S,
-            )
-            try:
-                box["value"] = body(group)
-            finally:
-                group.close()
-        except BaseException as error:
-            box["error"] = error
+            return body(group)
+        finally:
+            group.close()
 
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-
-    def join() -> Any:
-        thread.join(TIMEOUT_S * 2)
-        assert not thread.is_alive()
-        if "error" in box:
-            raise box["error"]
-        return box.get("value")
-
-    return join
+    return in_thread(run, TIMEOUT_S * 2)
 
 
 def _consume(packed: bool, buffer: int, info: dict[str, Any]) -> Callable[[Any], Pairs]:
@@ -157,17 +110,9 @@ def _consume(packed: bool, buffer: int, info: dict[str, Any]) -> Callable[[Any],
 
     def body(group: GlooCommunicator) -> Pairs:
         received: Pairs = []
-        theirs = StandIn(group)
+        theirs = StandInCommunicator(group)
         if packed:
-            packed_tensor.packed_nccl_broadcast_consumer(
-                iterator=iter(shapes),
-                group=theirs,
-                src=0,
-                post_unpack_func=received.extend,
-                buffer_size_bytes=buffer,
-                num_buffers=2,
-                device="cpu",
-            )
+            vllm_packed_consume(shapes, theirs, buffer, received.extend)
         else:
             for name, (shape, dtype) in shapes:
                 tensor = torch.empty(shape, dtype=dtype)
@@ -224,7 +169,7 @@ def test_out_of_order_calls_are_protocol_errors() -> None:
 @pytest.mark.usefixtures("cpu_streams")
 @pytest.mark.parametrize(("packed", "buffer"), [(True, 64), (True, 1 << 20), (False, 64)])
 def test_send_reaches_vllms_receiving_code_byte_for_byte(
-    opened: list[tuple[Any, int, StandIn]], packed: bool, buffer: int
+    opened: list[tuple[Any, int, StandInCommunicator]], packed: bool, buffer: int
 ) -> None:
     sender = VllmNcclSender(_weights, packed=packed, buffer_size_bytes=buffer, timeout_s=TIMEOUT_S)
 
