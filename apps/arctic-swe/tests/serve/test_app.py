@@ -52,10 +52,11 @@ def torch_threads(count: int) -> Iterator[None]:
 
 def in_process(checkpoint: Path, jobs: list[tuple[list[int], int, int]]) -> list[Generation]:
     """The same turns from an in-process engine built like the server's (one at a time, one
-    thread, as the server runs them in the test)."""
-    engine = TorchEngine(load_policy(checkpoint), EngineConfig(capacity=4, max_seq_len=64))
+    thread, as the server runs them in the test). The thread count is set before the engine is
+    built, as ``arctic-swe serve`` sets it before loading: what the engine prepares at
+    construction must see the same thread count, or the two differ in the last bits."""
 
-    async def run() -> list[Generation]:
+    async def run(engine: TorchEngine) -> list[Generation]:
         turns = []
         for prompt, max_new, seed in jobs:
             request = GenerateRequest(rollout_index=0, prompt_ids=prompt, max_new_tokens=max_new)
@@ -64,7 +65,8 @@ def in_process(checkpoint: Path, jobs: list[tuple[list[int], int, int]]) -> list
         return turns
 
     with torch_threads(1):
-        return asyncio.run(run())
+        engine = TorchEngine(load_policy(checkpoint), EngineConfig(capacity=4, max_seq_len=64))
+        return asyncio.run(run(engine))
 
 
 def post(server: ServerProcess, path: str, **kwargs: Any) -> httpx.Response:
