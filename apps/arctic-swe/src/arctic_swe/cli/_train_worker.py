@@ -48,7 +48,7 @@ def add_worker_options(parser: argparse.ArgumentParser) -> None:
         "--run-dir",
         required=True,
         metavar="DIR",
-        help="where weights/policy-vN.safetensors and checkpoints/trainer/step-N/ are written",
+        help="where weights/policy-vN/model.safetensors and checkpoints/trainer/step-N/ are written",
     )
     parser.add_argument("--host", default="127.0.0.1", help="bind address (default: %(default)s)")
     parser.add_argument(

@@ -202,7 +202,7 @@ def policy_engine(
     """Load ``policy`` (policy, checkpoint or run directory) and its tokenizer into a
     :class:`TorchEngine` sized for ``rollouts`` rollouts run ``workers`` at a time; with
     ``weights`` (a ``.safetensors`` file or checkpoint directory, e.g. a run's published
-    ``policy-vN.safetensors``) the policy's architecture gets those weights instead.
+    ``weights/policy-vN/`` directory) the policy's architecture gets those weights instead.
 
     A rollout generates only while it holds one of the ``workers`` sandboxes, so more cache
     slots than ``min(rollouts, workers)`` would only be allocated (and grown) for nothing.
