@@ -12,7 +12,6 @@ from arctic_swe._published import (
     prune,
     publish,
     published_dir,
-    published_versions,
     weights_file,
 )
 
@@ -24,6 +23,7 @@ def test_a_version_is_a_directory_with_one_safetensors_file_and_no_leftovers(
     directory = publish(weights, tmp_path, 7)
     assert directory == published_dir(tmp_path, 7) == tmp_path / "policy-v7"
     assert [p.name for p in directory.iterdir()] == [WEIGHTS_FILE]
+    assert [p.name for p in tmp_path.iterdir()] == ["policy-v7"]  # no staging left
     loaded = load_file(str(weights_file(directory)))
     assert loaded.keys() == weights.keys()
     assert all(torch.equal(loaded[k], weights[k]) for k in weights)
@@ -39,7 +39,7 @@ def test_versions_are_ordered_by_number_and_pruned_but_never_the_current_one(
         publish({"w": torch.zeros(1)}, tmp_path, version)
     (tmp_path / "policy-vbackup").mkdir()  # not a version: ignored and kept
     (tmp_path / "policy-v4.safetensors").write_bytes(b"")  # a file, not a version: kept
-    assert [v for v, _ in published_versions(tmp_path)] == [1, 2, 3, 10]
+    (tmp_path / ".policy-v11.crashed").mkdir()  # staging a crash left behind: removed
     prune(tmp_path, keep=2, current=published_dir(tmp_path, 10))
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "policy-v10",
@@ -48,7 +48,10 @@ def test_versions_are_ordered_by_number_and_pruned_but_never_the_current_one(
         "policy-vbackup",
     ]
     prune(tmp_path, keep=0, current=published_dir(tmp_path, 3))
-    assert [v for v, _ in published_versions(tmp_path)] == [3]
+    assert sorted(p.name for p in tmp_path.glob("policy-v*") if p.is_dir()) == [
+        "policy-v3",
+        "policy-vbackup",
+    ]
 
 
 def test_weights_file_of_a_plain_file_is_the_file(tmp_path: Path) -> None:

@@ -4,19 +4,19 @@ Version ``N`` is the directory ``RUN/weights/policy-vN/`` holding one ``model.sa
 (Hugging Face parameter names, tied aliases left out): exactly what vLLM 0.33's
 ``reload_weights(weights_path=DIR, is_checkpoint_format=True)`` reads (its loader globs
 ``DIR/*.safetensors``), and what ``arctic-swe serve`` and the in-process engine read too. The
-file is written under a temporary name and renamed into place, so an engine never reads half
-of it.
+directory is written through the checkpoints' staging protocol (:mod:`arctic_swe._step_dirs`:
+a hidden directory renamed into place), so an engine never reads half of it.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
 import torch
 from safetensors.torch import save_file
+
+from arctic_swe._step_dirs import prune_steps, staged_dir
 
 #: The one file of a published version's directory.
 WEIGHTS_FILE = "model.safetensors"
@@ -31,11 +31,8 @@ def published_dir(root: Path, version: int) -> Path:
 def publish(weights: Mapping[str, torch.Tensor], root: Path, version: int) -> Path:
     """Write ``weights`` as version ``version`` under ``root``; returns the directory."""
     directory = published_dir(root, version)
-    directory.mkdir(parents=True, exist_ok=True)
-    target = directory / WEIGHTS_FILE
-    staging = directory / f".{WEIGHTS_FILE}.tmp"
-    save_file(dict(weights), str(staging), metadata={"format": "pt"})
-    os.replace(staging, target)
+    with staged_dir(root, directory.name) as staging:
+        save_file(dict(weights), str(staging / WEIGHTS_FILE), metadata={"format": "pt"})
     return directory
 
 
@@ -45,21 +42,7 @@ def weights_file(published: Path) -> Path:
     return published / WEIGHTS_FILE if published.is_dir() else published
 
 
-def published_versions(root: Path) -> list[tuple[int, Path]]:
-    """``(version, directory)`` of every published version under ``root``, oldest first;
-    entries not named ``policy-v<N>`` are ignored."""
-    found = []
-    for entry in root.glob(f"{_PREFIX}*"):
-        suffix = entry.name.removeprefix(_PREFIX)
-        if entry.is_dir() and suffix.isdigit():
-            found.append((int(suffix), entry))
-    return sorted(found)
-
-
 def prune(root: Path, *, keep: int, current: Path) -> None:
-    """Delete all but the newest ``keep`` published versions (never ``current``): an engine
-    may still be loading the previous one."""
-    versions = published_versions(root)
-    for _version, directory in versions[: max(len(versions) - keep, 0)]:
-        if directory != current:
-            shutil.rmtree(directory, ignore_errors=True)
+    """Delete all but the newest ``keep`` published versions (never ``current``) and any
+    staging a crash left: an engine may still be loading the previous one."""
+    prune_steps(root, keep, current.name, prefix=_PREFIX)

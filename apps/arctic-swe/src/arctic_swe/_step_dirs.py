@@ -58,15 +58,19 @@ def read_latest(root: Path) -> Path | None:
     return root / pointer.read_text().strip()
 
 
-def prune_steps(root: Path, keep: int, current: str) -> None:
-    """Remove all but the newest ``keep`` ``step-N`` directories (never ``current``), and any
-    hidden ``.step-*`` staging a crash left behind."""
-    steps = sorted(
-        (p for p in root.glob("step-*") if p.is_dir() and p.name.removeprefix("step-").isdigit()),
-        key=lambda p: int(p.name.removeprefix("step-")),
+def prune_steps(root: Path, keep: int, current: str, *, prefix: str = "step-") -> None:
+    """Remove all but the newest ``keep`` ``<prefix>N`` directories (never ``current``), and
+    any hidden ``.<prefix>*`` staging a crash left behind."""
+    numbered = sorted(
+        (
+            p
+            for p in root.glob(f"{prefix}*")
+            if p.is_dir() and p.name.removeprefix(prefix).isdigit()
+        ),
+        key=lambda p: int(p.name.removeprefix(prefix)),
     )
-    for old in steps[:-keep]:
+    for old in numbered[: max(len(numbered) - keep, 0)]:
         if old.name != current:
             shutil.rmtree(old, ignore_errors=True)
-    for stale in root.glob(".step-*"):
+    for stale in root.glob(f".{prefix}*"):
         shutil.rmtree(stale, ignore_errors=True)
