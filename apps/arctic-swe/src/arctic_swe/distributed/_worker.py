@@ -114,7 +114,9 @@ class Worker:
         root = self.options.run_dir / "weights"
         path = published_dir(root, self.version)
         if weights is not None:
-            self.latest_weights = (self.version, weights)
+            if self.options.config.engine.weight_transfer == "nccl":
+                # kept for the broadcast (a whole model in CPU memory: only when it is sent)
+                self.latest_weights = (self.version, weights)
             publish(weights, root, self.version)
             prune(root, keep=_KEEP_WEIGHT_FILES, current=path)
         return StepResult(stats, self.version, path)

@@ -126,7 +126,7 @@ async def _http_engines(
         request_timeout_s=section.timeout_s,
         control_timeout_s=section.timeout_s,
         stop_token_ids=(inputs.stop_id,),
-        weight_transfer="nccl" if section.weight_transfer == "nccl" else "reload",
+        weight_transfer=section.weight_transfer,  # type: ignore[arg-type]  # validated
     )
     engines = [
         HttpEngine(

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
         spans_from_versions,
     )
     from arctic_swe.serve._state import EngineServer
-    from arctic_swe.serve._transfer import START_LABEL, ProtocolError, WeightRoutes
+    from arctic_swe.serve._transfer import ProtocolError, WeightRoutes
     from arctic_swe.serve._weights import (
         WeightFileError,
         load_weight_file,
@@ -39,7 +39,6 @@ _LAZY = {
     "spans_from_versions": "_protocol",
     "EngineServer": "_state",
     "ProtocolError": "_transfer",
-    "START_LABEL": "_transfer",
     "WeightRoutes": "_transfer",
     "WeightFileError": "_weights",
     "load_weight_file": "_weights",
@@ -56,7 +55,6 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "START_LABEL",
     "CompletionRequest",
     "CompletionResponse",
     "EngineServer",

@@ -21,11 +21,8 @@ from typing import Any
 
 import torch
 
-from arctic_swe.engine import RefreshError, TorchEngine
+from arctic_swe.engine import START_LABEL, RefreshError, TorchEngine
 from arctic_swe.serve._weights import WeightFileError, load_weight_file, tied_spec, weight_spec
-
-#: vLLM's label for weights nobody has labelled (``EngineCore._weight_version``).
-START_LABEL = "default"
 
 
 class ProtocolError(ValueError):
