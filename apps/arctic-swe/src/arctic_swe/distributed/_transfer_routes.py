@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import torch
@@ -78,47 +78,27 @@ def add_transfer_routes(app: FastAPI, worker: Worker, *, host: str) -> Any:
             return error(400, f"the body must be an object with {wanted}", "BadRequestError")
         return tuple(body[f] for f in fields)
 
-    async def guarded(call: Any) -> JSONResponse:
-        try:
-            return JSONResponse(await call)
-        except TransferProtocolError as exc:
-            return error(409, str(exc), "ConflictError")
-        except (TransferTimeoutError, TransferConnectionError) as exc:
-            return error(504, f"weight transfer: {exc}", "GatewayTimeoutError")
-
-    @app.post("/weight_transfer/init_info")
-    async def init_info(raw: Request) -> JSONResponse:
-        args = await answer(raw, "engine_id")
-        if isinstance(args, JSONResponse):
-            return args
-        return await guarded(sender.init_info(args[0]))
-
-    @app.post("/weight_transfer/connect")
-    async def connect(raw: Request) -> JSONResponse:
-        args = await answer(raw, "engine_id")
-        if isinstance(args, JSONResponse):
-            return args
-        return await guarded(_done(sender.connect(args[0])))
-
-    @app.post("/weight_transfer/update_info")
-    async def update_info(raw: Request) -> JSONResponse:
-        args = await answer(raw, "version")
-        if isinstance(args, JSONResponse):
-            return args
-        return await guarded(sender.update_info(args[0]))
-
-    @app.post("/weight_transfer/send")
-    async def send(raw: Request) -> JSONResponse:
-        args = await answer(raw, "engine_id", "version")
-        if isinstance(args, JSONResponse):
-            return args
+    async def send(engine_id: str, version: int) -> dict[str, str]:
         began = time.perf_counter()
-        reply = await guarded(_done(sender.send(args[0], args[1])))
-        if reply.status_code == 200:  # one line per broadcast in the trainer's log
-            seconds = round(time.perf_counter() - began, 3)
-            note = {"event": "weights_sent", "engine_id": args[0], "version": args[1]}
-            print(json.dumps({**note, "seconds": seconds}), flush=True)
-        return reply
+        await sender.send(engine_id, version)
+        seconds = round(time.perf_counter() - began, 3)
+        note = {"event": "weights_sent", "engine_id": engine_id, "version": version}
+        print(json.dumps({**note, "seconds": seconds}), flush=True)  # one line per broadcast
+        return {"status": "ok"}
+
+    async def connect(engine_id: str) -> dict[str, str]:
+        await sender.connect(engine_id)
+        return {"status": "ok"}
+
+    # route -> (the body's fields, in call order; the call)
+    routes: dict[str, tuple[tuple[str, ...], Callable[..., Awaitable[Any]]]] = {
+        "init_info": (("engine_id",), sender.init_info),
+        "connect": (("engine_id",), connect),
+        "update_info": (("version",), sender.update_info),
+        "send": (("engine_id", "version"), send),
+    }
+    for name, (fields, call) in routes.items():
+        app.post(f"/weight_transfer/{name}")(_route(answer, fields, call))
 
     return sender
 
@@ -158,6 +138,23 @@ class _Refusing:
         return None
 
 
-async def _done(call: Any) -> dict[str, str]:
-    await call
-    return {"status": "ok"}
+def _route(
+    answer: Callable[..., Awaitable[Any]],
+    fields: tuple[str, ...],
+    call: Callable[..., Awaitable[Any]],
+) -> Callable[[Request], Awaitable[JSONResponse]]:
+    """One transfer route: the body checked for ``fields``, ``call`` run on them, transfer
+    errors mapped (a protocol refusal 409, a rendezvous or broadcast that failed 504)."""
+
+    async def handler(raw: Request) -> JSONResponse:
+        args = await answer(raw, *fields)
+        if isinstance(args, JSONResponse):
+            return args
+        try:
+            return JSONResponse(await call(*args))
+        except TransferProtocolError as exc:
+            return error(409, str(exc), "ConflictError")
+        except (TransferTimeoutError, TransferConnectionError) as exc:
+            return error(504, f"weight transfer: {exc}", "GatewayTimeoutError")
+
+    return handler
