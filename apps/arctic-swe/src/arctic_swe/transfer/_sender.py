@@ -44,6 +44,28 @@ class WeightSender(Protocol):
     async def send(self, engine_id: str, version: int) -> None: ...
 
 
+class LatestRound:
+    """The newest version's ``(name, tensor)`` pairs and their :class:`UpdateInfo`, kept so
+    that several engines refreshing to one version ask ``weights`` once (both senders)."""
+
+    def __init__(self, weights: Weights) -> None:
+        self._weights = weights
+        self._lock = threading.Lock()
+        self._kept: tuple[int, list[tuple[str, torch.Tensor]], UpdateInfo] | None = None
+
+    def get(self, version: int) -> tuple[list[tuple[str, torch.Tensor]], UpdateInfo]:
+        """``version``'s pairs and metadata (read from ``weights`` when it is a new one)."""
+        with self._lock:
+            if self._kept is None or self._kept[0] != version:
+                pairs = list(self._weights(version))
+                self._kept = (version, pairs, UpdateInfo.describe(pairs))
+            return self._kept[1], self._kept[2]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._kept = None
+
+
 def free_ports() -> PortPicker:
     """Let the OS choose a free port for each engine's store (no race: it is bound at once)."""
     return lambda _index: 0
@@ -73,7 +95,7 @@ class LocalWeightSender:
         buffer_size_bytes: int = DEFAULT_BUFFER_SIZE_BYTES,
         timeout_s: float = 300.0,
     ) -> None:
-        self._weights = weights
+        self._latest = LatestRound(weights)
         self._host = host
         self._ports = ports if ports is not None else free_ports()
         self._packed = packed
@@ -83,7 +105,6 @@ class LocalWeightSender:
         self._indices: dict[str, int] = {}
         self._stores: dict[str, TCPStore] = {}
         self._groups: dict[str, GlooCommunicator] = {}
-        self._latest: tuple[int, list[tuple[str, torch.Tensor]], UpdateInfo] | None = None
 
     async def init_info(self, engine_id: str) -> dict[str, Any]:
         """Host ``engine_id``'s store (if not yet) and return its ``init_info`` payload."""
@@ -123,7 +144,7 @@ class LocalWeightSender:
 
     async def update_info(self, version: int) -> dict[str, Any]:
         """The ``update_info`` payload of ``version``'s weights."""
-        _pairs, info = await asyncio.to_thread(self._round, version)
+        _pairs, info = await asyncio.to_thread(self._latest.get, version)
         return info.payload()
 
     async def send(self, engine_id: str, version: int) -> None:
@@ -137,7 +158,7 @@ class LocalWeightSender:
                 group.close()
             self._groups.clear()
             self._stores.clear()
-            self._latest = None
+        self._latest.clear()
 
     def _connect(self, engine_id: str) -> None:
         with self._lock:
@@ -159,18 +180,11 @@ class LocalWeightSender:
         with self._lock:
             self._groups[engine_id] = group
 
-    def _round(self, version: int) -> tuple[list[tuple[str, torch.Tensor]], UpdateInfo]:
-        with self._lock:
-            if self._latest is None or self._latest[0] != version:
-                pairs = list(self._weights(version))
-                self._latest = (version, pairs, UpdateInfo.describe(pairs))
-            return self._latest[1], self._latest[2]
-
     def _send(self, engine_id: str, version: int) -> None:
         group = self._groups.get(engine_id)
         if group is None:
             raise TransferProtocolError(f"send to {engine_id!r} before connect({engine_id!r})")
-        pairs, info = self._round(version)
+        pairs, info = self._latest.get(version)
         send_weights(
             pairs, group, packed=self._packed, buffer_size_bytes=self._buffer_size_bytes, info=info
         )

@@ -35,7 +35,7 @@ from arctic_swe.transfer._errors import (
     TransferTimeoutError,
 )
 from arctic_swe.transfer._payloads import DEFAULT_BUFFER_SIZE_BYTES, DEFAULT_NUM_BUFFERS
-from arctic_swe.transfer._sender import PortPicker, Weights, free_ports
+from arctic_swe.transfer._sender import LatestRound, PortPicker, Weights, free_ports
 
 _T = TypeVar("_T")
 
@@ -95,7 +95,7 @@ class VllmNcclSender:
             raise TransferProtocolError("buffer_size_bytes and num_buffers must be positive")
         if timeout_s <= 0:
             raise TransferProtocolError(f"timeout_s must be positive, got {timeout_s!r}")
-        self._weights = weights
+        self._latest = LatestRound(weights)
         self._host = host
         self._ports = ports if ports is not None else free_ports()
         self._packed = packed
@@ -107,7 +107,6 @@ class VllmNcclSender:
         self._indices: dict[str, int] = {}
         self._rendezvous: dict[str, Any] = {}  # engine -> vLLM's NCCLTrainerInitInfo
         self._groups: dict[str, Any] = {}  # engine -> vLLM's PyNcclCommunicator
-        self._latest: tuple[int, list[tuple[str, torch.Tensor]]] | None = None
 
     async def init_info(self, engine_id: str) -> dict[str, Any]:
         """``engine_id``'s ``/init_weight_transfer_engine`` payload, as vLLM's trainer engine
@@ -155,12 +154,9 @@ class VllmNcclSender:
     async def update_info(self, version: int) -> dict[str, Any]:
         """``{"names", "dtype_names", "shapes"}`` of ``version``'s weights (vLLM's
         ``NCCLWeightTransferUpdateInfo``)."""
-        pairs = await asyncio.to_thread(self._round, version)
-        info = _vllm("nccl_engine").NCCLWeightTransferUpdateInfo(
-            names=[name for name, _ in pairs],
-            dtype_names=[str(tensor.dtype).split(".")[-1] for _, tensor in pairs],
-            shapes=[list(tensor.shape) for _, tensor in pairs],
-        )
+        _pairs, described = await asyncio.to_thread(self._latest.get, version)
+        # vLLM's own dataclass checks what the worker will parse
+        info = _vllm("nccl_engine").NCCLWeightTransferUpdateInfo(**described.payload())
         return dataclasses.asdict(info)
 
     async def send(self, engine_id: str, version: int) -> None:
@@ -170,7 +166,7 @@ class VllmNcclSender:
             group = self._groups.get(engine_id)
         if group is None:
             raise TransferProtocolError(f"send to {engine_id!r} before connect({engine_id!r})")
-        pairs = await asyncio.to_thread(self._round, version)
+        pairs, _info = await asyncio.to_thread(self._latest.get, version)
         expected = getattr(group, "device", None)
         for name, tensor in pairs:
             if expected is not None and tensor.device != expected:
@@ -186,7 +182,7 @@ class VllmNcclSender:
             groups = list(self._groups.values())
             self._groups.clear()
             self._rendezvous.clear()
-            self._latest = None
+        self._latest.clear()
         for group in groups:
             _destroy(group)
 
@@ -218,12 +214,6 @@ class VllmNcclSender:
                 group.broadcast(tensor.contiguous(), src=0, stream=stream)
         # Enqueued is not sent: wait, so the caller may change its weights on return.
         torch.accelerator.current_stream().synchronize()
-
-    def _round(self, version: int) -> list[tuple[str, torch.Tensor]]:
-        with self._lock:
-            if self._latest is None or self._latest[0] != version:
-                self._latest = (version, list(self._weights(version)))
-            return self._latest[1]
 
     async def _in_thread(self, what: str, fn: Callable[..., _T], *args: Any) -> _T:
         """``fn(*args)`` in a daemon thread, bounded by ``timeout_s``; failures name ``what``."""
