@@ -3,7 +3,12 @@ template, from ``arctic-swe model init``) and topology files written next to it.
 
 from __future__ import annotations
 
+import http.server
+import json
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -64,3 +69,37 @@ def bare_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def linked_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The interpreter of a second environment that sees this one's packages (no vllm)."""
     return make_venv(tmp_path_factory.mktemp("envs") / "linked", link_to_this_environment=True)
+
+
+@pytest.fixture
+def engine() -> Iterator[tuple[str, dict[str, Any]]]:
+    """A fake engine whose ``/health``, ``/v1/models`` and ``/server_info`` answer what
+    ``answers`` holds (anything else: 404)."""
+    answers: dict[str, Any] = {
+        "/health": {},
+        "/v1/models": {"object": "list", "data": [{"id": "arctic-swe", "max_model_len": 4096}]},
+    }
+
+    class Engine(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            path, _, query = self.path.partition("?")
+            if path not in answers or (path == "/server_info" and query != "config_format=json"):
+                self.send_response(404)
+                self.end_headers()
+                return
+            body = json.dumps(answers[path]).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Engine)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}", answers
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -4,10 +4,7 @@ before the start, ``/v1/models`` (and vLLM's dev-mode ``/server_info``) once the
 from __future__ import annotations
 
 import asyncio
-import http.server
 import json
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -59,38 +56,6 @@ def test_a_context_longer_than_the_checkpoint_names_both_numbers(
     check_context_length(default, checkpoint)
     assert expected_max_model_len(default, checkpoint) == positions  # 0: the checkpoint's
     assert expected_max_model_len(fits, checkpoint) == positions
-
-
-@pytest.fixture
-def engine() -> Iterator[tuple[str, dict[str, Any]]]:
-    """A fake engine whose ``/v1/models`` and ``/server_info`` answer what ``answers`` holds."""
-    answers: dict[str, Any] = {
-        "/v1/models": {"object": "list", "data": [{"id": "arctic-swe", "max_model_len": 4096}]},
-    }
-
-    class Engine(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            path, _, query = self.path.partition("?")
-            if path not in answers or (path == "/server_info" and query != "config_format=json"):
-                self.send_response(404)
-                self.end_headers()
-                return
-            body = json.dumps(answers[path]).encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Engine)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}", answers
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _served(url: str, **wanted: Any) -> None:

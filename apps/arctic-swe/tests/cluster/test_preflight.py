@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -199,33 +200,15 @@ def health_server() -> Iterator[str]:
 
 
 def test_engines_by_url_must_serve_the_model_name_the_loop_sends(
-    silent_port: int, checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    engine: tuple[str, dict[str, Any]],
+    checkpoint: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    import http.server
-    import threading
-
-    class OtherModel(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = b"{}"
-            if self.path == "/v1/models":
-                body = b'{"data": [{"id": "Qwen/Qwen3.5-4B", "max_model_len": 32768}]}'
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), OtherModel)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_port}"
-    try:
-        config = write_topology(tmp_path, checkpoint, engines=f'count = 0\nurls = ["{url}"]')
-        err = _up(config, tmp_path / "run", capsys)
-    finally:
-        server.shutdown()
-        server.server_close()
+    url, answers = engine
+    answers["/v1/models"] = {"data": [{"id": "Qwen/Qwen3.5-4B", "max_model_len": 32768}]}
+    config = write_topology(tmp_path, checkpoint, engines=f'count = 0\nurls = ["{url}"]')
+    err = _up(config, tmp_path / "run", capsys)
     assert f"engine {url}: serves ['Qwen/Qwen3.5-4B'], not the model name 'arctic-swe'" in err
 
 
