@@ -88,11 +88,11 @@ def test_diff_is_byte_exact_and_regrades(shared: Sandbox, toy_task: TaskSpec) ->
 
     shared.reset(toy_task)
     shared.apply_patch(toy_task.gold_patch)
-    planted = (
-        "printf 'caf\\xe9\\n' > latin1.txt && printf 'a\\x0cb\\n' > ff.py"
-        " && head -c 300 /dev/urandom > blob.bin && chmod +x calc/core.py"
+    planted = (  # inside the package: only the package under test is graded
+        "cd calc && printf 'caf\\xe9\\n' > latin1.txt && printf 'a\\x0cb\\n' > ff.py"
+        " && head -c 300 /dev/urandom > blob.bin && chmod +x core.py"
         " && echo '*.log' > .gitignore && echo kept > ignored.log"
-        " && echo hidden >> .git/info/exclude && echo x > hidden"
+        " && echo hidden >> ../.git/info/exclude && echo x > hidden"
     )
     assert shared.execute_bash(planted).ok
     stored = shared.diff()

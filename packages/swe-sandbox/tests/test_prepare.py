@@ -53,7 +53,13 @@ def test_prepared_tree_withholds_tests_and_history(toy_task: TaskSpec) -> None:
     assert restored is not None
     assert TEST_TOKEN.encode() in restored
     assert prepared.base_commit == toy_task.base_commit
-    assert prepared.protected_base == {"conftest.py": b"# repository conftest (base version)\n"}
+    # the base file list the patch policy derives roles from: no withheld test, no .git
+    assert set(prepared.files) == {
+        "calc/__init__.py",
+        "calc/core.py",
+        "conftest.py",
+        "tests/test_core.py",
+    }
 
 
 def test_missing_repository(tmp_path: Path) -> None:

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from swe_sandbox import RepoSource, TaskSpec
-from swe_sandbox._runner import BOOT_SOURCE, isolated_argv, parse_pytest_command
+from swe_sandbox import RepoSource, TaskSpec, UnsupportedTestCommandError
+from swe_sandbox._runner import (
+    BOOT_SOURCE,
+    graded_invocation,
+    isolated_argv,
+    parse_pytest_command,
+)
 
 
 def task(command: str, *tests: str) -> TaskSpec:
@@ -43,39 +50,62 @@ def test_pytest_commands_are_recognised(
         "tox -e py311",
         "python3 setup.py test",
         "pytest 'unclosed",
+        "pytest a.py || pytest b.py",
+        "pytest -x a.py && pytest b.py",  # the calls differ in their options
+        "A=1 pytest a.py && pytest b.py",  # ... or in their variables
+        "pytest a.py | tee log",
     ],
 )
-def test_other_shapes_fall_back_to_the_shell(command: str) -> None:
-    assert parse_pytest_command(command) is None
+def test_other_shapes_are_refused(command: str) -> None:
+    if " && " not in command and ";" not in command:
+        assert parse_pytest_command(command) is None
+    with pytest.raises(UnsupportedTestCommandError):
+        graded_invocation(command)
 
 
-def test_graded_files_replace_the_paths_and_grader_config_comes_first() -> None:
+@pytest.mark.parametrize(
+    ("command", "paths"),
+    [
+        ("pytest -rA a.py && pytest -rA b.py", ("a.py", "b.py")),
+        ("cd /work && python3 -m pytest -q t", ("t",)),
+        ("pytest x.py; pytest y.py ; pytest x.py", ("x.py", "y.py")),
+        ("pytest -p no:cacheprovider -k 'a or b' t/x.py", ("t/x.py",)),
+    ],
+)
+def test_lists_of_agreeing_pytest_calls_are_one_isolated_run(
+    command: str, paths: tuple[str, ...]
+) -> None:
+    assert graded_invocation(command).paths == paths
+
+
+@given(st.lists(st.sampled_from(["a.py", "b.py", "t/c.py"]), min_size=1, max_size=4))
+def test_a_list_merges_exactly_the_paths_of_its_calls(paths: list[str]) -> None:
+    command = " && ".join(f"python3 -m pytest -q {p}" for p in paths)
+    found = graded_invocation(command)
+    assert found.paths == tuple(dict.fromkeys(paths))
+    assert found.options == ("-q",)
+
+
+def test_graded_files_replace_the_paths_and_the_repository_config_is_read() -> None:
     spec = task("python3 -m pytest -q tests", "tests/b.py::t[1]", "tests/a.py::C::t")
-    invocation = parse_pytest_command(spec.test_command)
-    assert invocation is not None
-    argv = isolated_argv(invocation, spec, "/grader/n")
-    assert argv[:2] == ["-c", "/grader/n/pytest.ini"]
+    argv = isolated_argv(graded_invocation(spec.test_command), spec)
+    assert "-c" not in argv  # pytest finds the repository's (pristine) configuration itself
     assert "--rootdir=/work" in argv
     assert "--confcutdir=/work" in argv
-    assert "--import-mode=append" in argv
+    assert not any(a.startswith("--import-mode") for a in argv)  # the repository's mode
     assert argv[-3:] == ["-q", "tests/a.py", "tests/b.py"]
 
 
 def test_a_task_declared_config_is_kept() -> None:
     spec = task("pytest -c ci/pytest.ini --import-mode=importlib t.py", "t.py::x")
-    invocation = parse_pytest_command(spec.test_command)
-    assert invocation is not None
-    argv = isolated_argv(invocation, spec, "/grader/n")
-    assert "/grader/n/pytest.ini" not in argv
+    argv = isolated_argv(graded_invocation(spec.test_command), spec)
     assert argv.count("--import-mode=importlib") == 1
-    assert "--import-mode=append" not in argv
+    assert argv[argv.index("-c") + 1] == "ci/pytest.ini"
 
 
 def test_no_graded_tests_keeps_the_task_paths() -> None:
     spec = task("pytest test_six.py")
-    invocation = parse_pytest_command(spec.test_command)
-    assert invocation is not None
-    assert isolated_argv(invocation, spec, "/g")[-1] == "test_six.py"
+    assert isolated_argv(graded_invocation(spec.test_command), spec)[-1] == "test_six.py"
 
 
 def test_boot_script_is_valid_python() -> None:

@@ -33,7 +33,8 @@ def test_gold_scores_one_and_empty_scores_zero_three_times(
             assert result.tests[test] is TestOutcome.FAILED
     for result in gold:
         assert result.reward == 1, result.reasons
-        assert result.runner_exit_code == 0
+        assert result.runner_exit_code == 1  # the must-fail canaries failed, as they must
+        assert any(not must_pass for must_pass in result.canaries.values())
         assert set(result.tests) == set(task.graded_tests)
         assert all(o is TestOutcome.PASSED for o in result.tests.values())
 

@@ -24,6 +24,7 @@ from swe_sandbox._errors import (
     StrReplaceError,
     TaskSpecError,
     TestCommandNotFoundError,
+    UnsupportedTestCommandError,
 )
 from swe_sandbox._grading import GradingPolicy, grade_patch
 from swe_sandbox._limits import Limits
@@ -83,6 +84,7 @@ __all__ = [
     "TaskSpecError",
     "TestCommandNotFoundError",
     "TestOutcome",
+    "UnsupportedTestCommandError",
     "__version__",
     "build_env_image",
     "build_rootfs",

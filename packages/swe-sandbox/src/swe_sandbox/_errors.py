@@ -69,3 +69,9 @@ class GradingError(SandboxError):
 
 class EpisodeEndedError(SandboxError):
     """An agent tool was called after `Sandbox.submit` ended the episode (reset to reuse)."""
+
+
+class UnsupportedTestCommandError(TaskSpecError, GradingError):
+    """The task's test command is not pytest (or a ``&&`` / ``;`` list of pytest calls that
+    agree on their options): it cannot be run with the grader's guarantees, so it is refused.
+    A task error, never the agent's: trainers drop it like any grading failure."""

@@ -1,9 +1,9 @@
 """The out-of-band test report: the pytest plugin we inject and the parser of what it writes.
 
 Results never come from the tests' output (a conftest printing ``PASSED`` or echoing the log
-markers changes nothing). The plugin writes one JSON object per event to its channel: in the
-isolated run (`swe_sandbox._runner`) a private descriptor the boot script hands it
-(`open_channel`), otherwise the file named by ``$SWE_SANDBOX_REPORT`` in ``/grader/<nonce>/``.
+markers changes nothing). The plugin writes one JSON object per event to its channel, a private
+descriptor the boot script of the isolated run (`swe_sandbox._runner`) hands it
+(`open_channel`).
 The final ``finish`` record carries pytest's exit status, cross-checked against the exit code
 the runner returned.
 """
@@ -17,9 +17,7 @@ import attrs
 
 from swe_sandbox._results import TestOutcome
 
-PLUGIN_MODULE = "swe_sandbox_report"
-#: Installed at grading time into ``/grader/plugin``; the base rootfs puts that directory on
-#: ``sys.path`` through a ``.pth`` file, so a test command that sets PYTHONPATH still loads it.
+#: Installed at grading time into ``/grader/<nonce>/report.py`` and loaded by file path.
 PLUGIN_SOURCE = '''\
 """swe-sandbox grading report (written outside the agent's reach)."""
 import json
@@ -43,16 +41,7 @@ def _emit(record):
 
 
 def pytest_configure(config):
-    global _REPORT
-    if _REPORT is not None:
-        _emit({"event": "start", "v": 2})
-        return
-    # Shell fallback. Pop the path so code under test, imported later, cannot find the report via the
-    # environment (/grader and the report directory are not listable by the agent uid either).
-    path = os.environ.pop("SWE_SANDBOX_REPORT", None)
-    if path:
-        _REPORT = open(path, "a", encoding="utf-8")
-        _emit({"event": "start", "v": 2})
+    _emit({"event": "start", "v": 2})
 
 
 def pytest_collectreport(report):
@@ -91,6 +80,7 @@ class ParsedReport:
     collection_errors: tuple[str, ...]
     exit_status: int | None  # None: no ``finish`` record (the run died or exited early)
     started: bool
+    version: int = 1  # the ``start`` record's ``v``: 2 carries the hook-level call records
 
 
 def _merge(current: TestOutcome | None, when: str, outcome: str, xfail: bool) -> TestOutcome:
@@ -152,4 +142,5 @@ def parse_report(lines: Iterable[str]) -> ParsedReport:
         collection_errors=tuple(collection_errors),
         exit_status=exit_status,
         started=started,
+        version=version,
     )

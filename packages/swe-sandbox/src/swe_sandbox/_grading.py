@@ -18,6 +18,8 @@ from __future__ import annotations
 import base64
 import io
 import json
+import random
+import secrets
 import shlex
 import tarfile
 import time
@@ -25,11 +27,18 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from swe_sandbox._backend import Backend
+from swe_sandbox._backend import WORKDIR, Backend
+from swe_sandbox._canary import CanaryPlan, plan_canaries
 from swe_sandbox._errors import GradingError, SandboxError
+from swe_sandbox._layout import ancestors as _ancestors
 from swe_sandbox._limits import Limits
-from swe_sandbox._policy import filter_patch, graded_paths, suspicious_references
-from swe_sandbox._prepare import PreparedRepo, prepare_repo
+from swe_sandbox._policy import (
+    filter_patch,
+    graded_paths,
+    suspicious_references,
+    task_layout,
+)
+from swe_sandbox._prepare import PreparedRepo, base_contents, prepare_repo
 from swe_sandbox._results import GradeResult, TestOutcome
 from swe_sandbox._runner import run_tests
 from swe_sandbox._task import TaskSpec
@@ -162,8 +171,7 @@ def grade_patch(
     began = time.monotonic()
     policy = policy or GradingPolicy()
     prepared = prepared or prepare_repo(task)
-    graded = graded_paths(task.withheld_paths, task.graded_tests)
-    filtered = filter_patch(patch, graded, task.allowed_config_paths)
+    filtered = filter_patch(patch, task_layout(task, prepared))
     flags = suspicious_references(filtered.patch)
     try:
         fresh = Sandbox.start(
@@ -207,13 +215,15 @@ def _grade_in(
         if not applied.ok:
             return zero(task, f"patch-failed: {applied.output.strip()[-500:]}", began)
     guarded = guard_paths(task, prepared)
+    plan = canary_plan(task, prepared)
     try:
-        fresh.restore(prepared.restore_files)
+        fresh.restore({**pristine_config(task, prepared), **prepared.restore_files, **plan.files})
+        _seal(fresh)
         before = fingerprint(fresh, guarded)
     except (SandboxError, OSError) as exc:
         return zero(task, f"restore-failed: {exc}", began)
     try:
-        result = run_tests(fresh, task, fresh.limits.grade_timeout_s)
+        result = run_tests(fresh, task, fresh.limits.grade_timeout_s, plan.canaries)
     except GradingError:
         raise
     except SandboxError as exc:  # the code under test took the grading sandbox down
@@ -227,6 +237,40 @@ def _grade_in(
         reason = f"tampered: graded files changed during the run: {', '.join(changed[:5])}"
         result = attrs.evolve(result, reward=0, reasons=(*result.reasons, reason))
     return result
+
+
+#: pytest's configuration files; the run always reads their base content.
+CONFIG_NAMES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+
+
+def pristine_config(task: TaskSpec, prepared: PreparedRepo) -> dict[str, bytes | None]:
+    """Base content of every pytest configuration file pytest could pick for the graded files
+    (the root and each directory above a graded file): even where the task lets the patch
+    change one (`TaskSpec.allowed_config_paths`), pytest's options stay the repository's."""
+    graded = graded_paths(task.withheld_paths, task.graded_tests)
+    dirs = {""} | {d for path in graded for d in _ancestors(path)}
+    paths = [f"{d}/{name}".lstrip("/") for d in sorted(dirs) for name in CONFIG_NAMES]
+    return base_contents(prepared, paths)
+
+
+def canary_plan(task: TaskSpec, prepared: PreparedRepo) -> CanaryPlan:
+    """Canaries for the modules holding graded tests (withheld content, else the base)."""
+    modules = sorted({t.split("::", 1)[0] for t in task.graded_tests})
+    withheld = {p: prepared.restore_files.get(p) for p in modules if p in prepared.restore_files}
+    texts = {**base_contents(prepared, [p for p in modules if p not in withheld]), **withheld}
+    files = {p: data for p, data in texts.items() if data is not None}
+    rng = random.Random(secrets.randbits(64))  # fresh names and choices every grade
+    return plan_canaries(files, task.graded_tests, task.pass_to_pass, rng)
+
+
+def _seal(fresh: Sandbox) -> None:
+    """Hand the tree to root: the test process (the agent uid) can read and import it but not
+    add, change or remove a file in it while the tests run."""
+    done = fresh.run_internal(
+        f"chown -R -h 0:0 {WORKDIR} && chmod -R go-w {WORKDIR}", user="root", timeout=120
+    )
+    if not done.ok:
+        raise SandboxError(f"cannot seal the tree: {done.output.strip()[-500:]}")
 
 
 def guard_paths(task: TaskSpec, prepared: PreparedRepo) -> tuple[str, ...]:

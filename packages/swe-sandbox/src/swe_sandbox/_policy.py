@@ -1,8 +1,9 @@
 """The patch policy: which parts of an agent's patch are graded (Arctic-SWE §5, evaluation hacking).
 
 The agent's change is a ``git diff`` of its whole working tree against the base commit. Before
-it is applied to a pristine tree for grading, every file section that touches something the
-grader owns is dropped and named in the verdict:
+it is applied to a pristine tree for grading, every file section that touches a path outside
+the package under test (`swe_sandbox._layout.RepoLayout`: an allowlist by role derived from the
+base tree) is dropped and named in the verdict as ``"<path>: <rule>"``:
 
 ========================  ============================================================
 rule                      paths
@@ -10,38 +11,39 @@ rule                      paths
 ``git-internal``          any path with a ``.git`` component
 ``graded-test``           the task's withheld files and every file holding a graded test
 ``graded-test-parent``    a directory on the way to a graded file (turned into a symlink/file)
-``test-config``           ``conftest.py``, ``pytest.ini``, ``.pytest.ini``, ``tox.ini``,
-                          ``setup.cfg``, ``pyproject.toml`` (unless allowed)
-``packaging-metadata``    ``setup.py``, ``*.dist-info/``, ``*.egg-info/``, ``*.egg-link``
-                          (fake entry points; unless allowed)
+``bytecode``              ``__pycache__/``, ``*.pyc``, ``*.pyo`` (forged or unchecked bytecode)
 ``startup-hook``          ``*.pth``, ``sitecustomize.py``, ``usercustomize.py``, ``.local/``
-``bytecode``              ``__pycache__/``, ``*.pyc``, ``*.pyo`` (forged compiled tests)
-``framework-shadow``      a module or package named ``pytest``, ``_pytest``, ``pluggy``,
-                          ``py`` or ``iniconfig`` anywhere in the tree
+``import-shape``          an ``__init__.py`` added or removed where it moves pytest's inserted
+                          directory (on the way to a graded file or conftest, in a path entry)
+``test-config``           ``conftest.py``, ``pytest.ini``, ``.pytest.ini``, ``tox.ini``,
+                          ``setup.cfg``, ``pyproject.toml``
+``packaging-metadata``    ``setup.py``, ``*.dist-info/``, ``*.egg-info/``, ``*.egg-link``
+``test-file``             test modules and anything under ``test/``, ``tests/``, ``testing/``
+``path-entry``            a new name directly in a directory on ``sys.path`` during the run
+``outside-package``       anything else outside the package roots and top-level modules
+``symlink-out``           a symlink in the package whose target is absolute or leaves it
 ========================  ============================================================
 
-`TaskSpec.allowed_config_paths` (glob patterns) exempts paths from ``test-config`` and
-``packaging-metadata`` for tasks whose fix legitimately edits them.
+`TaskSpec.allowed_config_paths` (globs) exempts paths from the last six role rules for tasks
+whose fix legitimately edits them (a conftest fixture, a configuration file).
 
 The detector (`suspicious_references`) flags added lines that name test-framework internals or
-the report channel; it is cheap and advisory (see the README's residual-risk section).
+the report channel; it is cheap and advisory — the canaries (`swe_sandbox._canary`) are what
+catch forgery by the code under test.
 """
 
 from __future__ import annotations
 
-import fnmatch
+import posixpath
 import re
 from collections.abc import Iterable
-from pathlib import PurePosixPath
 
 import attrs
 
-_TEST_CONFIG = frozenset(
-    {"conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml"}
-)
-_STARTUP = frozenset({"sitecustomize.py", "usercustomize.py"})
-_FRAMEWORK = frozenset({"pytest", "_pytest", "pluggy", "py", "iniconfig"})
-_PACKAGING_SUFFIXES = (".dist-info", ".egg-info")
+from swe_sandbox._layout import RepoLayout
+from swe_sandbox._prepare import PreparedRepo
+from swe_sandbox._task import TaskSpec
+
 #: Added-line substrings that only code tampering with the test run needs.
 SUSPICIOUS_TOKENS = (
     "_pytest",
@@ -103,18 +105,31 @@ def _split_quoted_pair(rest: str) -> tuple[str, ...]:
 
 
 def _strip_prefix(path: str) -> str | None:
-    path = path.split("\t", 1)[0]
+    # No cut at a tab here: git C-quotes a name holding one, and the caller already removed a
+    # plain diff's tab-separated timestamp (a tab inside a quoted name is part of the name).
     if path == "/dev/null":
         return None
     return path[2:] if path[:2] in ("a/", "b/") else path
 
 
+def _header_name(rest: str) -> str:
+    """The name of a ``---`` / ``+++`` line: one C-quoted token, else up to a tab."""
+    quoted = re.match(r'"(?:[^"\\]|\\.)*"', rest)
+    return unquote_path(quoted.group(0)) if quoted else rest.split("\t", 1)[0]
+
+
 @attrs.frozen
 class FileSection:
-    """One file's part of a patch: its text and every path it names (old and new)."""
+    """One file's part of a patch: its text, every path it names (old and new) and what it does.
+
+    ``kind`` is ``"add"``, ``"delete"`` or ``"change"`` (renames and mode changes included);
+    ``symlink`` is the target of a symlink the section creates, if any.
+    """
 
     text: str
     paths: tuple[str, ...]
+    kind: str = "change"
+    symlink: str | None = None
 
 
 def split_patch(patch: str) -> list[FileSection]:
@@ -138,7 +153,9 @@ def split_patch(patch: str) -> list[FileSection]:
     for index, start in enumerate(starts):
         end = starts[index + 1] if index + 1 < len(starts) else len(lines)
         chunk = lines[start:end]
-        sections.append(FileSection("".join(chunk), _paths_of(chunk)))
+        sections.append(
+            FileSection("".join(chunk), _paths_of(chunk), _kind_of(chunk), _symlink_of(chunk))
+        )
     return sections
 
 
@@ -149,7 +166,7 @@ def _paths_of(chunk: list[str]) -> tuple[str, ...]:
         if body.startswith("diff --git "):
             found += [_strip_prefix(p) for p in _split_quoted_pair(body[len("diff --git ") :])]
         elif body.startswith(("--- ", "+++ ")):
-            found.append(_strip_prefix(unquote_path(body[4:].split("\t", 1)[0])))
+            found.append(_strip_prefix(_header_name(body[4:])))
         elif body.startswith(("rename from ", "rename to ", "copy from ", "copy to ")):
             found.append(unquote_path(body.split(" ", 2)[2]))
         elif body.startswith(("@@", "GIT binary patch")):
@@ -157,37 +174,64 @@ def _paths_of(chunk: list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(p for p in found if p))
 
 
+def _kind_of(chunk: list[str]) -> str:
+    for line in chunk:
+        if line.startswith("new file mode"):
+            return "add"
+        if line.startswith("deleted file mode"):
+            return "delete"
+        if line.startswith(("@@", "GIT binary patch")):
+            break
+    return "change"
+
+
+def _symlink_of(chunk: list[str]) -> str | None:
+    """The target of a symlink the section creates (mode 120000 on the new side)."""
+    header = [line for line in chunk if not line.startswith(("@@", "+", "-", " "))]
+    if not any(line.startswith(("new file mode 120000", "new mode 120000")) for line in header):
+        return None
+    hunk = False
+    for line in chunk:
+        hunk = hunk or line.startswith("@@")
+        if hunk and line.startswith("+") and not line.startswith("+++"):
+            return line[1:].rstrip("\n")
+    return None
+
+
 def graded_paths(withheld: Iterable[str], graded_tests: Iterable[str]) -> frozenset[str]:
     """Withheld files plus every file that holds a graded test (the part before ``::``)."""
     return frozenset(withheld) | frozenset(t.split("::", 1)[0] for t in graded_tests if t)
 
 
-def rule_for(path: str, graded: frozenset[str], allowed: tuple[str, ...] = ()) -> str | None:
-    """The policy rule that drops changes to `path`, or ``None`` when they are graded."""
-    parts = PurePosixPath(path).parts
-    name = parts[-1] if parts else path
-    if ".git" in parts:
-        return "git-internal"
-    if path in graded:
-        return "graded-test"
-    if any(g.startswith(path.rstrip("/") + "/") for g in graded):
-        return "graded-test-parent"
-    if "__pycache__" in parts or name.endswith((".pyc", ".pyo")):
-        return "bytecode"
-    if name in _STARTUP or name.endswith(".pth") or parts[:1] == (".local",):
-        return "startup-hook"
-    if any(p.removesuffix(".py") in _FRAMEWORK for p in parts):
-        return "framework-shadow"
-    exempt = any(fnmatch.fnmatchcase(path, pattern) for pattern in allowed)
-    if not exempt and name in _TEST_CONFIG:
-        return "test-config"
-    if not exempt and (
-        any(p.endswith(_PACKAGING_SUFFIXES) for p in parts)
-        or name.endswith(".egg-link")
-        or name == "setup.py"
+def task_layout(task: TaskSpec, prepared: PreparedRepo) -> RepoLayout:
+    """The roles of the task's base tree: its files plus the graded ones it withholds."""
+    graded = graded_paths(task.withheld_paths, task.graded_tests)
+    restored = {p for p, data in prepared.restore_files.items() if data is not None}
+    return RepoLayout.of((*prepared.files, *restored), graded, task.allowed_config_paths)
+
+
+def section_rules(section: FileSection, layout: RepoLayout) -> list[str]:
+    """``"<path>: <rule>"`` for every reason to drop `section` (empty: it is graded)."""
+    hits = []
+    for path in section.paths:
+        removed = section.kind == "delete" or (path == section.paths[0] and len(section.paths) > 1)
+        rule = layout.removal_rule(path) if removed else layout.rule_for(path)
+        if rule is not None:
+            hits.append(f"{path}: {rule}")
+    if section.symlink is not None and not _link_stays_inside(
+        section.paths[-1], section.symlink, layout
     ):
-        return "packaging-metadata"
-    return None
+        hits.append(f"{section.paths[-1]}: symlink-out")
+    return hits
+
+
+def _link_stays_inside(path: str, target: str, layout: RepoLayout) -> bool:
+    """A relative target that resolves inside the package root holding the link."""
+    if target.startswith("/"):
+        return False
+    resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
+    root = next((r for r in layout.package_roots if path.startswith(r + "/")), None)
+    return root is not None and resolved.startswith(root + "/")
 
 
 @attrs.frozen(kw_only=True)
@@ -198,10 +242,8 @@ class FilteredPatch:
     dropped: tuple[str, ...]
 
 
-def filter_patch(
-    patch: str, graded: frozenset[str], allowed: tuple[str, ...] = ()
-) -> FilteredPatch:
-    """Drop every file section of `patch` that touches a path a policy rule owns.
+def filter_patch(patch: str, layout: RepoLayout) -> FilteredPatch:
+    """Drop every file section of `patch` that touches a path outside the package under test.
 
     A section is dropped whole (a rename out of a graded file drops both sides). Text before the
     first section is discarded. Idempotent: filtering a filtered patch drops nothing more.
@@ -209,8 +251,7 @@ def filter_patch(
     kept: list[str] = []
     dropped: list[str] = []
     for section in split_patch(patch):
-        rules = [(p, rule_for(p, graded, allowed)) for p in section.paths]
-        hits = [f"{p}: {r}" for p, r in rules if r is not None]
+        hits = section_rules(section, layout)
         if hits or not section.paths:
             dropped += hits or ["<unnamed section>: malformed"]
         else:

@@ -18,7 +18,7 @@ import subprocess
 import tarfile
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import attrs
@@ -54,14 +54,14 @@ class PreparedRepo:
         tar_bytes: the repository (with its pruned ``.git``), owned by the agent uid.
         base_commit: the commit HEAD points at inside the sandbox.
         restore_files: withheld path -> content to write before grading (``None`` = delete).
-        protected_base: protected path -> its base content (``None`` = absent at base); grading
-            resets agent edits of these (conftest.py, pytest config, shadowing modules).
+        files: every file and symlink of the agent-visible base tree (``.git`` excluded): what
+            the patch policy derives the package under test from (`swe_sandbox._layout`).
     """
 
     tar_bytes: bytes
     base_commit: str
     restore_files: Mapping[str, bytes | None]
-    protected_base: Mapping[str, bytes | None]
+    files: tuple[str, ...] = ()
 
 
 def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -186,31 +186,29 @@ def _graded_contents(
     return contents
 
 
-#: Files that change how the test runner behaves; grading resets agent edits to them.
-PROTECTED_NAMES = frozenset(
-    {
-        "conftest.py",
-        "pytest.ini",
-        ".pytest.ini",
-        "tox.ini",
-        "sitecustomize.py",
-        "usercustomize.py",
-        "pytest.py",
-        "py.py",
-    }
-)
+def base_contents(prepared: PreparedRepo, paths: Iterable[str]) -> dict[str, bytes | None]:
+    """The base content of regular files `paths` in the agent tree (``None``: absent there)."""
+    wanted = dict.fromkeys(paths)
+    found: dict[str, bytes | None] = dict.fromkeys(wanted)
+    with tarfile.open(fileobj=io.BytesIO(prepared.tar_bytes)) as archive:
+        for member in archive:
+            name = member.name.removeprefix("./")
+            if name in wanted and member.isfile():
+                data = archive.extractfile(member)
+                found[name] = data.read() if data is not None else None
+    return found
 
 
-def protected_paths_in(repo: Path) -> dict[str, bytes | None]:
-    """Every protected file of the base tree with its content."""
-    found: dict[str, bytes | None] = {}
+def tree_files(repo: Path) -> tuple[str, ...]:
+    """Every file and symlink under `repo` (``.git`` excluded), as sorted POSIX paths."""
+    found: list[str] = []
     for root, dirs, files in os.walk(repo):
         dirs[:] = [d for d in dirs if d != ".git"]
-        for name in files:
-            if name in PROTECTED_NAMES:
-                path = Path(root, name)
-                found[path.relative_to(repo).as_posix()] = path.read_bytes()
-    return found
+        found += [Path(root, name).relative_to(repo).as_posix() for name in files]
+        found += [
+            Path(root, d).relative_to(repo).as_posix() for d in dirs if Path(root, d).is_symlink()
+        ]
+    return tuple(sorted(found))
 
 
 def _tar_for_agent(repo: Path) -> bytes:
@@ -261,13 +259,13 @@ def prepare_repo(task: TaskSpec, *, use_cache: bool = True) -> PreparedRepo:
                     target.unlink()
         is_git = (source / ".git").exists()
         restore = _graded_contents(task, source, base if is_git else None, scratch)
-        protected = protected_paths_in(agent_repo)
+        files = tree_files(agent_repo)
         _prune_history(agent_repo)
         prepared = PreparedRepo(
             tar_bytes=_tar_for_agent(agent_repo),
             base_commit=base,
             restore_files=restore,
-            protected_base=protected,
+            files=files,
         )
     with _cache_lock:
         _cache[key] = prepared

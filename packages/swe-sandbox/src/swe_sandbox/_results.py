@@ -65,6 +65,8 @@ class GradeResult:
         dropped: ``"<path>: <rule>"`` for each file section the patch policy dropped.
         flags: ``"<token> in <path>"`` for added lines naming test-framework internals or the
             report channel (advisory unless the grading policy scores them 0).
+        canaries: the known-answer tests this grade inserted (node id -> must pass); a report
+            that misstates one is reward 0, reason ``forged`` (`swe_sandbox._canary`).
     """
 
     reward: int
@@ -78,6 +80,7 @@ class GradeResult:
     patch: str = ""
     dropped: tuple[str, ...] = ()
     flags: tuple[str, ...] = ()
+    canaries: Mapping[str, bool] = attrs.field(factory=dict)
 
     @property
     def resolved(self) -> bool:

@@ -1,28 +1,30 @@
 """The isolated graded run: pytest started so that the tree cannot steer it (Arctic-SWE §5).
 
-A task command of the form ``[VAR=value ...] python3 -m pytest ARGS`` or ``pytest ARGS`` runs as
+A task command of the form ``[VAR=value ...] python3 -m pytest ARGS`` or ``pytest ARGS`` — or a
+``&&`` / ``;`` list of such calls that agree on variables, interpreter and options (SWE-rebench
+``test_cmd`` lists), optionally with ``cd /work`` — runs as
 
     env -i PATH=… HOME=/tmp LANG=C.UTF-8 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 [task VARs]
-        python3 -I /grader/<nonce>/boot.py -c /grader/<nonce>/pytest.ini --rootdir=/work
-        --confcutdir=/work --import-mode=append -p no:cacheprovider OPTIONS GRADED-FILES
+        python3 -I /grader/<nonce>/boot.py <private name> --rootdir=/work --confcutdir=/work
+        -p no:cacheprovider OPTIONS GRADED-FILES
 
-* ``-I``: no user site, no ``PYTHON*`` variables, no working directory on ``sys.path`` — a
-  ``.pth`` or ``sitecustomize`` helper in the tree, a ``pytest/`` package or a stdlib name at
-  the root are never imported; ``env -i`` leaves no ``PYTHON*`` variable for child processes.
-* the boot script imports pytest and the report plugin first, then puts ``/work`` *after* the
-  standard library; test directories are appended (``--import-mode=append``).
-* plugin auto-loading is off (fake ``*.dist-info`` entry points load nothing); the grader's own
-  empty ``-c`` configuration means ``setup.cfg`` / ``pyproject.toml`` / ``tox.ini`` /
-  ``pytest.ini`` sections of the tree are not read (a task declares its own with ``-c``).
-* only the files holding graded tests are collected, so a test module the agent added (say,
-  with ``pytest_plugins``) is never imported.
+Any other shape is refused (`UnsupportedTestCommandError`): there is no weaker path.
+
+* ``-I``: no user site, no ``PYTHON*`` variables, no working directory on ``sys.path``;
+  ``env -i`` leaves no ``PYTHON*`` variable for child processes.
+* the boot script imports pytest, the report plugin and the environment's installed pytest
+  plugins (``pytest11`` entry points of site-packages only, so auto-loading is off and nothing
+  in the tree registers one) *before* ``/work`` is on ``sys.path``, then puts ``/work`` after the
+  standard library.
+* the repository's own pytest configuration is read (markers, ``testpaths``, ``python_files``,
+  import mode): grading restores its base content, so the patch never changes it.
+* only the files holding graded tests (with the canaries, `swe_sandbox._canary`) are collected.
 * the report plugin is loaded from ``/grader`` by file path under a private module name and
   handed to ``pytest.main`` as an object; its channel is the command's inherited stdout pipe,
-  which the boot script moves to a private close-on-exec descriptor before anything else runs
-  (stdout/stderr then point at ``/dev/null``): no variable or path names it.
-
-Any other command shape runs through ``bash`` with the plugin added by ``PYTEST_ADDOPTS`` and
-a report file under ``/grader`` (weaker: the verdict says ``runner: shell``).
+  moved to a random private close-on-exec descriptor before anything else runs (stdout/stderr
+  then point at ``/dev/null``). An audit hook refuses to open ``/proc/*/fd/*``, ``/dev/fd/*``
+  and ``/proc/*/mem`` for writing, and ``/proc/*/fd`` listings: code under test that wants the
+  channel must guess a number — and then still has to state every canary right.
 """
 
 from __future__ import annotations
@@ -34,9 +36,10 @@ from typing import TYPE_CHECKING
 import attrs
 
 from swe_sandbox._backend import GRADER_DIR, WORKDIR
+from swe_sandbox._canary import Canary, misstated_canaries
 from swe_sandbox._environment import safe_path
-from swe_sandbox._errors import GradingError
-from swe_sandbox._grader import PLUGIN_MODULE, PLUGIN_SOURCE, parse_report
+from swe_sandbox._errors import GradingError, UnsupportedTestCommandError
+from swe_sandbox._grader import PLUGIN_SOURCE, parse_report
 from swe_sandbox._results import ExecResult, GradeResult, TestOutcome, reward_contract
 from swe_sandbox._task import TaskSpec
 
@@ -58,29 +61,59 @@ _VALUE_OPTIONS = frozenset(
     }
 )  # fmt: skip
 _SHELL_WORDS = frozenset({"&&", "||", ";", "|", "&", ">", ">>", "<", "2>", "2>&1", "(", ")"})
+_SEPARATORS = frozenset({"&&", ";"})
+_CD_HOME = (["cd", "/work"], ["cd", "."], ["cd", "/work/"])
 
 BOOT_SOURCE = r'''
 """swe-sandbox graded-run boot script (started as python3 -I)."""
-import os, sys
-channel = os.dup(1)  # the inherited report pipe, now private and close-on-exec
+import fcntl, os, sys
+# The inherited report pipe moves to a random private close-on-exec descriptor.
+channel = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 200 + int.from_bytes(os.urandom(2), "big") % 700)
 null = os.open(os.devnull, os.O_RDWR)
 for fd in (0, 1, 2):
     os.dup2(null, fd)
 os.close(null)
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if p and not p.startswith(("/work", "/grader"))]
-import importlib.util
+import importlib.util, re
+from importlib import metadata
 import pytest  # before the tree is on sys.path: a pytest/ package there cannot shadow it
 spec = importlib.util.spec_from_file_location(sys.argv[1], os.path.join(here, "report.py"))
 plugin = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(plugin)
 plugin.open_channel(channel)
+# The environment's installed plugins (auto-loading is off: only site-packages entry points).
+argv = sys.argv[2:]
+blocked = {a[3:] for a in argv if a.startswith("no:")} | {a[5:] for a in argv if a.startswith("-pno:")}
+site_dirs = [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+installed = [
+    ep.load()
+    for dist in metadata.distributions(path=site_dirs)
+    for ep in dist.entry_points
+    if ep.group == "pytest11" and ep.name not in blocked
+]
+_FDPATH = re.compile(r"^/(proc/[^/]+/(fd|task/[^/]+/fd)/|dev/fd/|proc/[^/]+/mem$)")
+_WRITES = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT
+
+
+def _guard(event, args):
+    if event != "open":
+        return
+    path, mode, flags = args
+    if path == channel:
+        raise PermissionError("swe-sandbox: the report channel is not for the code under test")
+    writing = (mode is not None and any(c in mode for c in "wax+")) or bool((flags or 0) & _WRITES)
+    if writing and isinstance(path, str) and _FDPATH.match(os.path.normpath(path)):
+        raise PermissionError(f"swe-sandbox: {path} is not writable during grading")
+
+
+sys.addaudithook(_guard)
 at = next(
     (i for i, p in enumerate(sys.path) if p.endswith(("site-packages", "dist-packages"))),
     len(sys.path),
 )
 sys.path.insert(at, "/work")  # after the standard library: the tree cannot shadow it
-sys.exit(int(pytest.main(sys.argv[2:], plugins=[plugin])))
+sys.exit(int(pytest.main(argv, plugins=[plugin, *installed])))
 '''
 
 
@@ -100,6 +133,11 @@ def parse_pytest_command(command: str) -> PytestInvocation | None:
         words = shlex.split(command)
     except ValueError:
         return None
+    return _parse_words(words)
+
+
+def _parse_words(words: list[str]) -> PytestInvocation | None:
+    words = list(words)
     env: dict[str, str] = {}
     while words and "=" in words[0] and words[0].split("=", 1)[0].isidentifier():
         name, value = words.pop(0).split("=", 1)
@@ -126,27 +164,59 @@ def parse_pytest_command(command: str) -> PytestInvocation | None:
     return PytestInvocation(env=env, python=python, options=tuple(options), paths=tuple(paths))
 
 
+def graded_invocation(command: str) -> PytestInvocation:
+    """The one isolated pytest run a task command stands for.
+
+    A plain pytest call, or a ``&&`` / ``;`` list of pytest calls (``cd /work`` allowed) with
+    the same variables, interpreter and options: their paths are merged. Raises
+    `UnsupportedTestCommandError` for anything else.
+    """
+    try:  # punctuation_chars: ``a.py;`` is two tokens, as the shell reads it
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        words = list(lexer)
+    except ValueError as exc:
+        raise UnsupportedTestCommandError(f"test command does not parse: {exc}") from exc
+    parts: list[list[str]] = [[]]
+    for word in words:
+        if word in _SEPARATORS:
+            parts.append([])
+        else:
+            parts[-1].append(word)
+    calls = [_parse_words(part) for part in parts if part and part not in _CD_HOME]
+    if not calls or any(call is None for call in calls):
+        raise UnsupportedTestCommandError(
+            f"test command {command!r} is not a pytest call (or a && / ; list of them): "
+            "the grader runs only pytest, isolated"
+        )
+    found = [c for c in calls if c is not None]
+    shapes = {(tuple(sorted(c.env.items())), c.python, c.options) for c in found}
+    if len(shapes) > 1:
+        raise UnsupportedTestCommandError(
+            f"test command {command!r}: its pytest calls differ in variables, interpreter or "
+            "options, so they cannot be graded as one isolated run"
+        )
+    paths = tuple(dict.fromkeys(p for c in found for p in c.paths))
+    return attrs.evolve(found[0], paths=paths)
+
+
 def _has(options: tuple[str, ...], *names: str) -> bool:
     return any(o == n or o.startswith(n + "=") for o in options for n in names)
 
 
-def isolated_argv(invocation: PytestInvocation, task: TaskSpec, grader: str) -> list[str]:
+def isolated_argv(invocation: PytestInvocation, task: TaskSpec) -> list[str]:
     """The pytest arguments of the isolated run (see the module docstring)."""
     ours = []
-    if not _has(invocation.options, "-c", "--config-file"):
-        ours += ["-c", f"{grader}/pytest.ini"]
     if not _has(invocation.options, "--rootdir"):
         ours.append(f"--rootdir={WORKDIR}")
     if not _has(invocation.options, "--confcutdir"):
         ours.append(f"--confcutdir={WORKDIR}")
-    if not _has(invocation.options, "--import-mode"):
-        ours.append("--import-mode=append")
     targets = sorted({t.split("::", 1)[0] for t in task.graded_tests}) or list(invocation.paths)
     return [*ours, "-p", "no:cacheprovider", *invocation.options, *targets]
 
 
 def _install(sandbox: Sandbox, grader: str) -> None:
-    files = {"boot.py": BOOT_SOURCE, "report.py": PLUGIN_SOURCE, "pytest.ini": "[pytest]\n"}
+    files = {"boot.py": BOOT_SOURCE, "report.py": PLUGIN_SOURCE}
     script = " && ".join(
         f"printf %s {shlex.quote(text)} > {grader}/{name}" for name, text in files.items()
     )
@@ -180,56 +250,33 @@ def _isolated_run(
     argv = [
         "env", "-i", *(f"{k}={v}" for k, v in env.items()),
         invocation.python, "-I", f"{grader}/boot.py", f"_swe_grader_{nonce}",
-        *isolated_argv(invocation, task, grader),
+        *isolated_argv(invocation, task),
     ]  # fmt: skip
     return sandbox.run_internal(
         "exec " + shlex.join(argv), timeout=timeout, output_limit=REPORT_LIMIT
     )
 
 
-def _shell_run(sandbox: Sandbox, task: TaskSpec, timeout: float) -> tuple[ExecResult, str]:
-    """Fallback for non-pytest command shapes: the plugin via PYTEST_ADDOPTS, a report file."""
-    report_dir = f"{GRADER_DIR}/{secrets.token_hex(8)}"
-    done = sandbox.run_internal(
-        f"mkdir -p {GRADER_DIR}/plugin && cat > {GRADER_DIR}/plugin/{PLUGIN_MODULE}.py"
-        f" && chmod 0644 {GRADER_DIR}/plugin/{PLUGIN_MODULE}.py"
-        f" && chmod 0711 {GRADER_DIR} && mkdir -m 0733 {report_dir}",
-        user="root",
-        stdin=PLUGIN_SOURCE.encode(),
-        timeout=60,
-    )
-    if not done.ok:
-        raise GradingError(f"cannot install the grader: {done.output}")
-    env = {
-        "SWE_SANDBOX_REPORT": f"{report_dir}/report.jsonl",
-        "PYTEST_ADDOPTS": f"-p {PLUGIN_MODULE}",
-    }
-    run = sandbox.run_internal(task.test_command, env=env, timeout=timeout)
-    raw = sandbox.run_internal(
-        f"cat {report_dir}/report.jsonl", user="root", timeout=60, output_limit=REPORT_LIMIT
-    )
-    return run, (raw.output if raw.ok and not raw.truncated else "")
+def run_tests(
+    sandbox: Sandbox, task: TaskSpec, timeout: float, canaries: tuple[Canary, ...] = ()
+) -> GradeResult:
+    """Run the task's tests in `sandbox` (fresh, patched, graded files restored with their
+    `canaries`) and apply the reward contract and the canary rule to the out-of-band report.
 
-
-def run_tests(sandbox: Sandbox, task: TaskSpec, timeout: float) -> GradeResult:
-    """Run the task's tests in `sandbox` (fresh, patched, graded files restored) and apply the
-    reward contract to the out-of-band report."""
-    invocation = parse_pytest_command(task.test_command)
-    flags: tuple[str, ...] = ()
-    if invocation is not None:
-        run = _isolated_run(sandbox, invocation, task, timeout)
-        raw = "" if run.truncated else run.output
-    else:
-        run, raw = _shell_run(sandbox, task, timeout)
-        flags = ("runner: shell (the task command is not a plain pytest invocation)",)
+    Raises `UnsupportedTestCommandError` for a command that is not pytest.
+    """
+    invocation = graded_invocation(task.test_command)
+    run = _isolated_run(sandbox, invocation, task, timeout)
+    raw = "" if run.truncated else run.output
     sandbox.kill_agent_processes()
     report = parse_report(raw.splitlines())
+    found = report.started and report.version >= 2 and report.exit_status is not None
     reward, reasons = reward_contract(
         report.outcomes,
         task.fail_to_pass,
         task.pass_to_pass,
         run.exit_code,
-        report_found=report.started and report.exit_status is not None,
+        report_found=found,
         collection_error=bool(report.collection_errors),
     )
     failures: list[str] = []
@@ -237,6 +284,8 @@ def run_tests(sandbox: Sandbox, task: TaskSpec, timeout: float) -> GradeResult:
         failures.append(f"timeout: the test run exceeded {timeout}s")
     if report.exit_status is not None and report.exit_status != run.exit_code:
         failures.append(f"exit-code-mismatch: report {report.exit_status}, runner {run.exit_code}")
+    if found and not report.collection_errors:
+        failures += [f"forged: {m}" for m in misstated_canaries(canaries, report.outcomes)]
     if failures:
         reward, reasons = 0, (*reasons, *failures)
     outcomes = {name: report.outcomes.get(name) for name in task.graded_tests}
@@ -245,8 +294,12 @@ def run_tests(sandbox: Sandbox, task: TaskSpec, timeout: float) -> GradeResult:
         tests={k: v or TestOutcome.MISSING for k, v in outcomes.items()},
         runner_exit_code=run.exit_code,
         reasons=reasons,
-        report_found=report.exit_status is not None,
-        report=dict(report.outcomes),
+        report_found=found,
+        report={k: v for k, v in report.outcomes.items() if k not in _ids(canaries)},
         collection_errors=report.collection_errors,
-        flags=flags,
+        canaries={c.nodeid: c.must_pass for c in canaries},
     )
+
+
+def _ids(canaries: tuple[Canary, ...]) -> set[str]:
+    return {c.nodeid for c in canaries}

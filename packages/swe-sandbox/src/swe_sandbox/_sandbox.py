@@ -38,7 +38,7 @@ from swe_sandbox._errors import (
 from swe_sandbox._grading import AgentFaultError, GradingPolicy, agent_patch, grade_patch, zero
 from swe_sandbox._helpers import ESCAPE_EXIT, MISSING_EXIT, helper_command
 from swe_sandbox._limits import Limits
-from swe_sandbox._policy import filter_patch, graded_paths
+from swe_sandbox._policy import filter_patch, task_layout
 from swe_sandbox._prepare import PreparedRepo, prepare_repo, task_key
 from swe_sandbox._results import ExecResult, GradeResult
 from swe_sandbox._task import TaskSpec
@@ -459,8 +459,7 @@ class Sandbox:
             patch = agent_patch(self, prepared)
         except AgentFaultError as exc:
             raise SandboxError(str(exc)) from exc
-        graded = graded_paths(task.withheld_paths, task.graded_tests)
-        return filter_patch(patch, graded, task.allowed_config_paths).patch
+        return filter_patch(patch, task_layout(task, prepared)).patch
 
     # ----------------------------------------------------------------- grading
     def grade(self) -> GradeResult:
