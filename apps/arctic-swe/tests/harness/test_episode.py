@@ -5,8 +5,11 @@ malformed turn terminates at once with the gated reward; the history is never re
 """
 
 import asyncio
+import dataclasses
 from collections.abc import Sequence
 
+import attrs
+import pytest
 from transformers import PreTrainedTokenizerFast
 
 from arctic_swe.chat import encode, observation_text
@@ -23,7 +26,7 @@ from arctic_swe.harness import (
 )
 from arctic_swe.warmstart import expert_turns
 from swe_formatcheck import ToolCall, render_turn
-from swe_sandbox import NamespaceBackend, SandboxPool
+from swe_sandbox import GradingError, NamespaceBackend, SandboxPool
 
 SUBMIT = render_turn("Submit.", ToolCall("submit", {}))
 
@@ -73,6 +76,19 @@ def test_empty_submit_scores_zero(
     assert trajectory.raw_reward == 0.0
     assert trajectory.reward == 0.0
     assert any("FAIL_TO_PASS" in reason for reason in trajectory.grade_reasons)
+
+
+def test_a_grading_failure_is_not_a_reward_of_zero(
+    small_deck: Deck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
+) -> None:
+    """Infrastructure, not the agent: the grader refuses a task command it cannot isolate, and
+    the episode raises (the group drops the rollout) instead of recording reward 0."""
+    task = small_deck.split("pool")[1]
+    broken = dataclasses.replace(
+        task, spec=attrs.evolve(task.spec, test_command="bash run_tests.sh")
+    )
+    with pytest.raises(GradingError, match="not a pytest call"):
+        _episode(broken, ScriptedSampler(deck_tokenizer, [SUBMIT]), deck_tokenizer, backend)
 
 
 def test_malformed_turn_terminates_with_the_gated_reward(

@@ -26,7 +26,7 @@ from arctic_swe.harness._durations import mask_durations
 from arctic_swe.harness._sampler import TurnSampler
 from arctic_swe.harness._trajectory import NOT_GENERATED, Trajectory, TurnRecord
 from swe_formatcheck import TOOLSETS, EpisodeGate, ToolCall, TurnVerdict, check_turn
-from swe_sandbox import AsyncSandbox, PathEscapeError, SandboxError, StrReplaceError, TaskSpec
+from swe_sandbox import AsyncSandbox, PathEscapeError, StrReplaceError, TaskSpec
 
 TOOLS = TOOLSETS["mini_swe_agent_plus"]
 
@@ -113,14 +113,16 @@ async def run_tool(sandbox: AsyncSandbox, call: ToolCall, config: HarnessConfig)
 
 
 async def _grade(sandbox: AsyncSandbox) -> tuple[float, tuple[str, ...], float]:
-    """The sandbox grade: ``(reward, reasons, seconds)``; a broken grader yields 0."""
+    """The sandbox grade: ``(reward, reasons, seconds)``.
+
+    Whatever the agent did is a verdict (reward 0 with its reasons). A grading infrastructure
+    failure (`swe_sandbox.GradingError`, e.g. no sandbox could start, or a task command the
+    grader refuses) is not the agent's: it propagates, and the group drops the rollout and
+    counts it lost instead of training on a reward of 0.
+    """
     began = time.monotonic()
-    try:
-        result = await sandbox.submit()
-        reward, reasons = float(result.reward), tuple(result.reasons)
-    except SandboxError as exc:  # a broken grader never yields reward
-        reward, reasons = 0.0, (f"grading failed: {exc}",)
-    return reward, reasons, time.monotonic() - began
+    result = await sandbox.submit()
+    return float(result.reward), tuple(result.reasons), time.monotonic() - began
 
 
 @dataclass
