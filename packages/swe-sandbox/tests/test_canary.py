@@ -1,0 +1,149 @@
+"""`_canary`: canaries are inserted invisibly, fail/pass as declared under real pytest, and the
+report check tells forgery from an honest buggy run."""
+
+from __future__ import annotations
+
+import ast
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from swe_sandbox._canary import Canary, misstated_canaries, plan_canaries
+from swe_sandbox._results import TestOutcome
+
+MODULE = """import pytest
+from calc import add
+
+
+def test_small():
+    assert add(2, 3) == 5
+
+
+def test_text():
+    assert str(add(1, 1)) == "2"
+
+
+class TestMore:
+    def test_negative(self):
+        x = add(-2, -3)
+        assert x == -5
+
+    @pytest.mark.parametrize("a", [1, 2])
+    def test_param(self, a):
+        assert add(a, 0) == a
+"""
+GRADED = (
+    "t/test_m.py::test_small",
+    "t/test_m.py::test_text",
+    "t/test_m.py::TestMore::test_negative",
+    "t/test_m.py::TestMore::test_param[1]",
+)
+
+
+def _functions(text: str) -> dict[str, str]:
+    tree = ast.parse(text)
+    found = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            found[node.name] = ast.dump(node)
+    return found
+
+
+def test_the_original_tests_are_untouched_and_canaries_are_new_names() -> None:
+    plan = plan_canaries({"t/test_m.py": MODULE.encode()}, GRADED, GRADED[2:3], random.Random(3))
+    text = plan.files["t/test_m.py"].decode()
+    before, after = _functions(MODULE), _functions(text)
+    assert all(after[name] == dump for name, dump in before.items())
+    names = [c.nodeid.rsplit("::", 1)[1] for c in plan.canaries]
+    assert len(set(names)) == len(names) == len(set(after) - set(before))
+    assert {c.must_pass for c in plan.canaries} == {True, False}
+    assert not any(
+        "parametrize" in c.nodeid or "test_param" in (c.source or "") for c in plan.canaries
+    )
+
+
+def _run(tmp_path: Path, module: str, add: str) -> dict[str, str]:
+    """Outcomes of a real pytest run of `module` against ``calc.add`` defined as `add`."""
+    (tmp_path / "calc").mkdir(exist_ok=True)
+    (tmp_path / "calc" / "__init__.py").write_text(f"def add(a, b):\n    return {add}\n")
+    (tmp_path / "t").mkdir(exist_ok=True)
+    (tmp_path / "t" / "test_m.py").write_text(module)
+    report = tmp_path / "report.json"
+    plugin = tmp_path / "record_outcomes.py"
+    plugin.write_text(
+        "import json\nout = {}\n"
+        "def pytest_runtest_logreport(report):\n"
+        "    if report.when == 'call' or report.outcome != 'passed':\n"
+        "        out[report.nodeid] = report.outcome\n"
+        f"def pytest_sessionfinish(session):\n    open({str(report)!r}, 'w').write(json.dumps(out))\n"
+    )
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "record_outcomes", "-p", "no:cacheprovider",
+         "-p", "no:randomly", "t/test_m.py"],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        check=False,
+    )  # fmt: skip
+    outcomes: dict[str, str] = json.loads(report.read_text())
+    return outcomes
+
+
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 2**32))
+def test_canaries_behave_as_declared_under_real_pytest(tmp_path_factory, seed: int) -> None:  # type: ignore[no-untyped-def]
+    tmp_path = tmp_path_factory.mktemp("canary")
+    plan = plan_canaries({"t/test_m.py": MODULE.encode()}, GRADED, GRADED, random.Random(seed))
+    module = plan.files["t/test_m.py"].decode()
+    correct = _run(tmp_path, module, "a + b")
+    for canary in plan.canaries:  # an honest run of correct code states every canary right
+        assert correct[canary.nodeid] == ("passed" if canary.must_pass else "failed"), canary
+    outcomes = {k: TestOutcome(v) for k, v in correct.items()}
+    assert misstated_canaries(plan.canaries, outcomes) == []
+    # a forger that makes every test pass is caught by the must-fail canaries
+    forged = dict.fromkeys(outcomes, TestOutcome.PASSED)
+    assert misstated_canaries(plan.canaries, forged)
+
+
+def test_an_honest_buggy_run_is_not_called_forged(tmp_path: Path) -> None:
+    """Off by one — the must-fail copy's changed value may coincide with the bug's output."""
+    plan = plan_canaries({"t/test_m.py": MODULE.encode()}, GRADED, GRADED, random.Random(0))
+    buggy = _run(tmp_path, plan.files["t/test_m.py"].decode(), "a + b + 1")
+    outcomes = {k: TestOutcome(v) for k, v in buggy.items()}
+    assert misstated_canaries(plan.canaries, outcomes) == []
+
+
+def test_the_report_rule() -> None:
+    fail = Canary(nodeid="m::test_a_edge", must_pass=False, source="m::test_a")
+    keep = Canary(nodeid="m::test_b_more", must_pass=True, source="m::test_b")
+    plain = Canary(nodeid="m::test_c_case", must_pass=False)
+    passed, failed = TestOutcome.PASSED, TestOutcome.FAILED
+    honest = {"m::test_a": passed, "m::test_a_edge": failed, "m::test_b": passed,
+              "m::test_b_more": passed, "m::test_c_case": failed}  # fmt: skip
+    assert misstated_canaries((fail, keep, plain), honest) == []
+    assert misstated_canaries((fail,), {**honest, "m::test_a_edge": passed})  # forged pass
+    assert (
+        misstated_canaries((fail,), {**honest, "m::test_a": failed, "m::test_a_edge": passed}) == []
+    )
+    assert misstated_canaries((keep,), {**honest, "m::test_b_more": failed})  # suppressed
+    assert (
+        misstated_canaries((keep,), {**honest, "m::test_b": failed, "m::test_b_more": failed}) == []
+    )
+    assert misstated_canaries((plain,), {**honest, "m::test_c_case": passed})
+    missing = {k: v for k, v in honest.items() if k != "m::test_b_more"}
+    assert misstated_canaries((keep,), missing) == [
+        "canary m::test_b_more is missing from the report"
+    ]
+
+
+def test_modules_that_do_not_parse_get_no_canaries() -> None:
+    plan = plan_canaries(
+        {"t/test_x.py": b"def test_x(:\n"}, ("t/test_x.py::test_x",), (), random.Random(0)
+    )
+    assert plan.canaries == ()
+    assert plan.files == {}
