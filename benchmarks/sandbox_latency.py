@@ -1,10 +1,12 @@
 """Sandbox latency benchmark (swe-sandbox).
 
 Per backend: create+prepare latency, ``execute_bash("true")`` round trip, grade latency
-(median, p95) — the fresh-environment grade (`Sandbox.grade`: diff, policy, a new sandbox, the
-isolated run) interleaved with the in-place grade it replaced (graded tests restored into the
-agent's own sandbox and the plugin run there), with the extra cost per grade — and sustained tool calls/s with N concurrent sandboxes driven from one asyncio
-loop — each against the raw floor measured in the same run on the same sandboxes: a raw
+(median, p95) — this checkout's grade (`Sandbox.grade`: diff, allowlist policy, a fresh sandbox,
+pristine configuration, canaries, sealed tree, the isolated run) interleaved call by call with
+the grade of a baseline revision of swe-sandbox (``--baseline-ref``, default the grader before
+the allowlist and canaries), run by a worker process that imports that revision's source
+(``git archive``), on the same task and backend — and sustained tool calls/s with N concurrent
+sandboxes driven from one asyncio loop — each against the raw floor measured in the same run on the same sandboxes: a raw
 ``docker exec`` of ``true`` (Docker SDK, no wrapper) for the Docker backend, a raw ``nsenter``
 of ``true`` into the same namespaces for the namespace backend. Ratios are ours / floor.
 For context the namespace/Docker result also holds ``raw_bash_exec_true``: the same raw path
@@ -14,6 +16,7 @@ Prints one JSON object as the last stdout line.
 
     python benchmarks/sandbox_latency.py                 # full: both backends, 32 concurrent
     python benchmarks/sandbox_latency.py --smoke         # seconds: namespace, tiny sizes
+    python benchmarks/sandbox_latency.py --backends namespace --grades 30 --baseline-ref REF
 
 Image-backed part (``image_backed``): the same per-backend figures for a task whose
 environment is an image built by `build_env_image` (the base's Python plus `six`, which its
@@ -30,6 +33,7 @@ import os
 import platform
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -50,10 +54,30 @@ from swe_sandbox import (
     build_env_image,
 )
 from swe_sandbox._docker_backend import DockerSession
-from swe_sandbox._grader import PLUGIN_MODULE, PLUGIN_SOURCE, parse_report
 from swe_sandbox._namespace import NamespaceSession
-from swe_sandbox._prepare import prepare_repo
-from swe_sandbox._results import reward_contract
+from swe_sandbox._taskfile import task_to_json
+
+#: The grader before the allowlist-by-role construction and the canaries.
+BASELINE_REF = "233487d"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+#: The baseline worker: imports the baseline revision's swe-sandbox (first on sys.path), makes
+#: the same task's sandbox with the gold patch, and grades it once per stdin line, printing
+#: ``<seconds> <reward>``; timing covers `Sandbox.grade` only, as on this side.
+WORKER = """
+import json, sys, time
+from swe_sandbox import DockerBackend, NamespaceBackend, Sandbox
+from swe_sandbox._taskfile import task_from_json
+task = task_from_json(json.loads(sys.argv[2]), "spec")
+backend = NamespaceBackend() if sys.argv[1] == "namespace" else DockerBackend()
+with Sandbox.create(task, backend) as sandbox:
+    sandbox.apply_patch(task.gold_patch)
+    sandbox.grade()  # warm, as this side
+    print("ready", flush=True)
+    for _ in sys.stdin:
+        began = time.perf_counter()
+        reward = sandbox.grade().reward
+        print(time.perf_counter() - began, reward, flush=True)
+"""
 
 
 def make_task(root: Path, environment: str | None = None) -> TaskSpec:
@@ -137,33 +161,63 @@ def raw_exec(sandbox: Sandbox, program: tuple[str, ...] = ("/bin/true",)) -> Cal
     return lambda: subprocess.run(argv, check=True)
 
 
-def in_place_grade(sandbox: Sandbox, task: TaskSpec) -> int:
-    """The grade this package used to do: in the agent's own sandbox (restore, run, read)."""
-    sandbox.kill_agent_processes()
-    installed = sandbox.run_internal(
-        f"mkdir -p /grader/plugin /grader/r && cat > /grader/plugin/{PLUGIN_MODULE}.py"
-        " && chmod -R a+rX /grader && chmod 0733 /grader/r",
-        user="root",
-        stdin=PLUGIN_SOURCE.encode(),
-    )
-    assert installed.ok, installed.output
-    restore = prepare_repo(task).restore_files
-    sandbox.restore(restore)
-    env = {"SWE_SANDBOX_REPORT": "/grader/r/report.jsonl", "PYTEST_ADDOPTS": f"-p {PLUGIN_MODULE}"}
-    run = sandbox.run_internal(task.test_command, env=env)
-    sandbox.kill_agent_processes()
-    raw = sandbox.run_internal("cat /grader/r/report.jsonl; rm -rf /grader/r", user="root")
-    sandbox.restore(dict.fromkeys(restore))  # withheld again
-    report = parse_report(raw.output.splitlines())
-    reward, _ = reward_contract(
-        report.outcomes,
-        task.fail_to_pass,
-        task.pass_to_pass,
-        run.exit_code,
-        report_found=report.exit_status is not None,
-        collection_error=bool(report.collection_errors),
-    )
-    return reward
+class BaselineGrader:
+    """A worker process grading the same task with the baseline revision's swe-sandbox."""
+
+    def __init__(self, source: Path, backend: str, task: TaskSpec) -> None:
+        env = {**os.environ, "PYTHONPATH": str(source)}
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", WORKER, backend, json.dumps(task_to_json(task))],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        assert self.process.stdout is not None
+        ready = self.process.stdout.readline().strip()
+        if ready != "ready":
+            raise RuntimeError(f"baseline worker did not start: {ready!r}")
+
+    def grade(self) -> tuple[float, int]:
+        assert self.process.stdin is not None
+        assert self.process.stdout is not None
+        self.process.stdin.write("grade\n")
+        self.process.stdin.flush()
+        seconds, reward = self.process.stdout.readline().split()
+        return float(seconds), int(reward)
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=120)
+
+
+def baseline_source(ref: str, into: Path) -> Path:
+    """swe-sandbox's source at `ref` (``git archive`` of this repository), importable."""
+    archive = subprocess.run(
+        ["git", "-C", str(REPO_ROOT), "archive", ref, "packages/swe-sandbox/src"],
+        check=True,
+        capture_output=True,
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into / "packages" / "swe-sandbox" / "src"
+
+
+def compare_grades(
+    sandbox: Sandbox, baseline: BaselineGrader, repeats: int
+) -> tuple[list[float], list[float]]:
+    """This checkout's grade and the baseline's, alternated call by call (both reward 1)."""
+    ours: list[float] = []
+    theirs: list[float] = []
+    for _ in range(repeats):
+        began = time.perf_counter()
+        result = sandbox.grade()
+        ours.append(time.perf_counter() - began)
+        assert result.reward == 1, result.reasons
+        seconds, reward = baseline.grade()
+        assert reward == 1
+        theirs.append(seconds)
+    return ours, theirs
 
 
 def throughput(backend: Backend, task: TaskSpec, sandboxes: int, calls: int) -> dict[str, float]:
@@ -200,7 +254,9 @@ def throughput(backend: Backend, task: TaskSpec, sandboxes: int, calls: int) -> 
     }
 
 
-def bench_backend(backend: Backend, task: TaskSpec, size: dict[str, int]) -> dict[str, Any]:
+def bench_backend(
+    backend: Backend, backend_name: str, task: TaskSpec, size: dict[str, int], baseline_src: Path
+) -> dict[str, Any]:
     create = timed(lambda: Sandbox.create(task, backend).close(), size["creates"])
     with Sandbox.create(task, backend) as sandbox:
         sandbox.execute_bash("true")  # warm caches
@@ -216,19 +272,15 @@ def bench_backend(backend: Backend, task: TaskSpec, size: dict[str, int]) -> dic
             size["execs"] // 2,
         )
         sandbox.apply_patch(task.gold_patch)
-
-        def fresh() -> None:
-            result = sandbox.grade()
-            assert result.reward == 1, result.reasons
-
-        def in_place() -> None:
-            assert in_place_grade(sandbox, task) == 1
-
-        fresh()  # warm: the first grade of a task prepares its git tar
-        grades, in_place_grades = interleaved(fresh, in_place, size["grades"])
+        sandbox.grade()  # warm: the first grade of a task prepares its git tar
+        baseline = BaselineGrader(baseline_src, backend_name, task)
+        try:
+            grades, baseline_grades = compare_grades(sandbox, baseline, size["grades"])
+        finally:
+            baseline.close()
         diffs = timed(sandbox.diff, size["grades"])
     exec_stats, floor_stats = stats(ours), stats(floor)
-    fresh_stats, place_stats = stats(grades), stats(in_place_grades)
+    fresh_stats, base_stats = stats(grades), stats(baseline_grades)
     return {
         "create_prepare": stats(create),
         "exec_true": exec_stats,
@@ -236,10 +288,10 @@ def bench_backend(backend: Backend, task: TaskSpec, size: dict[str, int]) -> dic
         "exec_ratio_vs_raw_median": exec_stats["median_ms"] / floor_stats["median_ms"],
         "raw_bash_exec_true": stats(bash_floor),
         "grade": fresh_stats,
-        "grade_in_place": place_stats,
-        "grade_extra_ms_median": fresh_stats["median_ms"] - place_stats["median_ms"],
-        "grade_extra_ms_p95": fresh_stats["p95_ms"] - place_stats["p95_ms"],
-        "grade_ratio_vs_in_place_median": fresh_stats["median_ms"] / place_stats["median_ms"],
+        "grade_baseline": base_stats,
+        "grade_extra_ms_median": fresh_stats["median_ms"] - base_stats["median_ms"],
+        "grade_extra_ms_p95": fresh_stats["p95_ms"] - base_stats["p95_ms"],
+        "grade_ratio_vs_baseline_median": fresh_stats["median_ms"] / base_stats["median_ms"],
         "diff": stats(diffs),
         "throughput": throughput(backend, task, size["concurrent"], size["calls"]),
     }
@@ -351,7 +403,16 @@ def main() -> None:
         "if the image is already built",
     )
     parser.add_argument(
-        "--grades", type=int, default=20, help="grades of each kind (fresh, in place), interleaved"
+        "--grades",
+        type=int,
+        default=20,
+        help="grades of each kind (this checkout, baseline), interleaved call by call",
+    )
+    parser.add_argument(
+        "--baseline-ref",
+        default=BASELINE_REF,
+        help="git revision whose swe-sandbox grader is the baseline "
+        f"(default {BASELINE_REF}: the grader before the allowlist and canaries)",
     )
     args = parser.parse_args()
     size = (
@@ -371,12 +432,13 @@ def main() -> None:
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         task = make_task(Path(tmp) / "repo")
+        baseline_src = baseline_source(args.baseline_ref, Path(tmp))
         for name in names:
             if name == "namespace" and os.geteuid() != 0:
                 results[name] = {"skipped": "needs root"}
                 continue
             backend: Backend = NamespaceBackend() if name == "namespace" else DockerBackend()
-            results[name] = bench_backend(backend, task, size)
+            results[name] = bench_backend(backend, name, task, size, baseline_src)
         image_results: dict[str, Any] = {}
         if args.image_backed != "no":
             try:
@@ -399,6 +461,7 @@ def main() -> None:
                 "smoke": args.smoke,
                 "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
                 "sizes": size,
+                "baseline_ref": args.baseline_ref,
                 "results": results,
                 "image_backed": image_results,
                 "loadavg_before": loadavg_before,
