@@ -55,13 +55,17 @@ def _functions(text: str) -> dict[str, str]:
 
 
 def test_the_original_tests_are_untouched_and_canaries_are_new_names() -> None:
-    plan = plan_canaries({"t/test_m.py": MODULE.encode()}, GRADED, GRADED[2:3], random.Random(3))
+    plan = plan_canaries({"t/test_m.py": MODULE.encode()}, GRADED, random.Random(3))
     text = plan.files["t/test_m.py"].decode()
     before, after = _functions(MODULE), _functions(text)
     assert all(after[name] == dump for name, dump in before.items())
     names = [c.nodeid.rsplit("::", 1)[1] for c in plan.canaries]
     assert len(set(names)) == len(names) == len(set(after) - set(before))
     assert {c.must_pass for c in plan.canaries} == {True, False}
+    copies = [c for c in plan.canaries if c.source]
+    assert len(copies) == 6  # two copies of each of the three tests with a literal
+    for copy in copies:  # never named as its source plus a suffix
+        assert not copy.nodeid.rsplit("::", 1)[1].startswith(copy.source.rsplit("::", 1)[1])
     assert not any(
         "parametrize" in c.nodeid or "test_param" in (c.source or "") for c in plan.canaries
     )
@@ -98,7 +102,7 @@ def _run(tmp_path: Path, module: str, add: str) -> dict[str, str]:
 @given(seed=st.integers(0, 2**32))
 def test_canaries_behave_as_declared_under_real_pytest(tmp_path_factory, seed: int) -> None:  # type: ignore[no-untyped-def]
     tmp_path = tmp_path_factory.mktemp("canary")
-    plan = plan_canaries({"t/test_m.py": MODULE.encode()}, GRADED, GRADED, random.Random(seed))
+    plan = plan_canaries({"t/test_m.py": MODULE.encode()}, GRADED, random.Random(seed))
     module = plan.files["t/test_m.py"].decode()
     correct = _run(tmp_path, module, "a + b")
     for canary in plan.canaries:  # an honest run of correct code states every canary right
@@ -112,7 +116,7 @@ def test_canaries_behave_as_declared_under_real_pytest(tmp_path_factory, seed: i
 
 def test_an_honest_buggy_run_is_not_called_forged(tmp_path: Path) -> None:
     """Off by one — the must-fail copy's changed value may coincide with the bug's output."""
-    plan = plan_canaries({"t/test_m.py": MODULE.encode()}, GRADED, GRADED, random.Random(0))
+    plan = plan_canaries({"t/test_m.py": MODULE.encode()}, GRADED, random.Random(0))
     buggy = _run(tmp_path, plan.files["t/test_m.py"].decode(), "a + b + 1")
     outcomes = {k: TestOutcome(v) for k, v in buggy.items()}
     assert misstated_canaries(plan.canaries, outcomes) == []
@@ -143,7 +147,16 @@ def test_the_report_rule() -> None:
 
 def test_modules_that_do_not_parse_get_no_canaries() -> None:
     plan = plan_canaries(
-        {"t/test_x.py": b"def test_x(:\n"}, ("t/test_x.py::test_x",), (), random.Random(0)
+        {"t/test_x.py": b"def test_x(:\n"}, ("t/test_x.py::test_x",), random.Random(0)
     )
     assert plan.canaries == ()
     assert plan.files == {}
+
+
+def test_a_module_with_one_short_test_name_still_gets_copies() -> None:
+    """Regression: ``test_sub`` alone gave no name that does not extend it (an endless loop)."""
+    module = b"from calc import sub\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n"
+    plan = plan_canaries({"t/test_s.py": module}, ("t/test_s.py::test_sub",), random.Random(0))
+    names = [c.nodeid.rsplit("::", 1)[1] for c in plan.canaries]
+    assert len(names) == 4
+    assert not any(name.startswith("test_sub") for name in names[:2])

@@ -260,7 +260,7 @@ def canary_plan(task: TaskSpec, prepared: PreparedRepo) -> CanaryPlan:
     texts = {**base_contents(prepared, [p for p in modules if p not in withheld]), **withheld}
     files = {p: data for p, data in texts.items() if data is not None}
     rng = random.Random(secrets.randbits(64))  # fresh names and choices every grade
-    return plan_canaries(files, task.graded_tests, task.pass_to_pass, rng)
+    return plan_canaries(files, task.graded_tests, rng)
 
 
 def _seal(fresh: Sandbox) -> None:
