@@ -5,7 +5,7 @@ A task command of the form ``[VAR=value ...] python3 -m pytest ARGS`` or ``pytes
 ``test_cmd`` lists), optionally with ``cd /work`` — runs as
 
     env -i PATH=… HOME=/tmp LANG=C.UTF-8 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 [task VARs]
-        python3 -I /grader/<nonce>/boot.py <private name> --rootdir=/work --confcutdir=/work
+        python3 -I /grader/<nonce>/boot.py <private name> /work --rootdir=/work --confcutdir=/work
         -p no:cacheprovider OPTIONS GRADED-FILES
 
 Any other shape is refused (`UnsupportedTestCommandError`): there is no weaker path.
@@ -74,7 +74,9 @@ for fd in (0, 1, 2):
     os.dup2(null, fd)
 os.close(null)
 here = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if p and not p.startswith(("/work", "/grader"))]
+workdir = sys.argv[2]  # the tree: /work
+outside = (workdir, "/grader")
+sys.path[:] = [p for p in sys.path if p and not any(p == d or p.startswith(d + "/") for d in outside)]
 import importlib.util, re
 from importlib import metadata
 import pytest  # before the tree is on sys.path: a pytest/ package there cannot shadow it
@@ -83,15 +85,18 @@ plugin = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(plugin)
 plugin.open_channel(channel)
 # The environment's installed plugins (auto-loading is off: only site-packages entry points).
-argv = sys.argv[2:]
+argv = sys.argv[3:]
 blocked = {a[3:] for a in argv if a.startswith("no:")} | {a[5:] for a in argv if a.startswith("-pno:")}
 site_dirs = [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
-installed = [
-    ep.load()
+entry_points = [
+    ep
     for dist in metadata.distributions(path=site_dirs)
     for ep in dist.entry_points
     if ep.group == "pytest11" and ep.name not in blocked
 ]
+installed = [ep.load() for ep in entry_points]
+if any(ep.name == "xdist" for ep in entry_points):
+    argv += ["-n", "0"]  # workers would not load the report plugin object: run in this process
 _FDPATH = re.compile(r"^/(proc/[^/]+/(fd|task/[^/]+/fd)/|dev/fd/|proc/[^/]+/mem$)")
 _WRITES = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT
 
@@ -112,7 +117,7 @@ at = next(
     (i for i, p in enumerate(sys.path) if p.endswith(("site-packages", "dist-packages"))),
     len(sys.path),
 )
-sys.path.insert(at, "/work")  # after the standard library: the tree cannot shadow it
+sys.path.insert(at, workdir)  # after the standard library: the tree cannot shadow it
 sys.exit(int(pytest.main(argv, plugins=[plugin, *installed])))
 '''
 
@@ -249,7 +254,7 @@ def _isolated_run(
     }
     argv = [
         "env", "-i", *(f"{k}={v}" for k, v in env.items()),
-        invocation.python, "-I", f"{grader}/boot.py", f"_swe_grader_{nonce}",
+        invocation.python, "-I", f"{grader}/boot.py", f"_swe_grader_{nonce}", WORKDIR,
         *isolated_argv(invocation, task),
     ]  # fmt: skip
     return sandbox.run_internal(

@@ -1,0 +1,71 @@
+"""The graded run's boot script on the host: report channel, installed plugins, audit hook."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from swe_sandbox._grader import PLUGIN_SOURCE, ParsedReport, parse_report
+from swe_sandbox._results import TestOutcome
+from swe_sandbox._runner import BOOT_SOURCE
+
+
+def boot(tmp_path: Path, test_source: str, *options: str) -> tuple[int, ParsedReport]:
+    """Run the boot script as the grader does (``python -I``, autoload off) on one test file;
+    its stdout is the report channel."""
+    grader = tmp_path / "grader"
+    grader.mkdir(exist_ok=True)
+    (grader / "boot.py").write_text(BOOT_SOURCE)
+    (grader / "report.py").write_text(PLUGIN_SOURCE)
+    (tmp_path / "t").mkdir(exist_ok=True)
+    (tmp_path / "t" / "test_x.py").write_text(test_source)
+    done = subprocess.run(
+        [sys.executable, "-I", str(grader / "boot.py"), "_swe_grader_t", str(tmp_path), "-p", "no:cacheprovider",
+         "-p", "no:randomly", *options, "t/test_x.py"],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )  # fmt: skip
+    return done.returncode, parse_report(done.stdout.splitlines())
+
+
+def test_the_report_goes_to_the_inherited_pipe_with_call_records(tmp_path: Path) -> None:
+    code, report = boot(tmp_path, "def test_ok():\n    pass\n\ndef test_bad():\n    assert 0\n")
+    assert (code, report.exit_status, report.version) == (1, 1, 2)
+    assert report.outcomes == {
+        "t/test_x.py::test_ok": TestOutcome.PASSED,
+        "t/test_x.py::test_bad": TestOutcome.FAILED,
+    }
+
+
+def test_installed_plugins_load_from_site_packages_with_autoload_off(tmp_path: Path) -> None:
+    """hypothesis registers a ``pytest11`` entry point in this environment's site-packages: its
+    option is known, and ``-p no:NAME`` still turns it off."""
+    code, _ = boot(tmp_path, "def test_ok():\n    pass\n", "--hypothesis-seed=3")
+    assert code == 0
+    code, _ = boot(tmp_path, "def test_ok():\n    pass\n", "-p", "no:hypothesispytest",
+                   "--hypothesis-seed=3")  # fmt: skip
+    assert code == 4  # usage error: the option is unknown without the plugin
+
+
+FD_WRITE = """
+import pytest
+
+def test_fd_paths_are_not_writable():
+    for path in ("/proc/self/fd/1", "/dev/fd/1"):
+        with pytest.raises(PermissionError):
+            open(path, "w")
+"""
+
+
+def test_the_audit_hook_refuses_writing_through_fd_paths(tmp_path: Path) -> None:
+    plain = subprocess.run(
+        [sys.executable, "-c", "open('/proc/self/fd/1', 'w').write('')"], check=False
+    )
+    assert plain.returncode == 0  # an ordinary process may
+    code, report = boot(tmp_path, FD_WRITE)
+    assert report.outcomes == {"t/test_x.py::test_fd_paths_are_not_writable": TestOutcome.PASSED}
+    assert code == 0
