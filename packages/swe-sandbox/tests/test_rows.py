@@ -141,9 +141,14 @@ def test_non_pytest_ids_are_refused_per_row() -> None:
 
 
 def test_swerebench_takes_its_test_command_and_checks_the_log_parser() -> None:
-    config = {"test_cmd": ["pip list", "pytest -rA"], "log_parser": "parse_log_pytest"}
+    config = {
+        "test_cmd": ["pytest -rA t/a.py", "pytest -rA t/b.py"],
+        "log_parser": "parse_log_pytest",
+    }
     task = task_from_swerebench_row(_row(install_config=json.dumps(config)))
-    assert task.test_command == "pip list && pytest -rA"
+    assert task.test_command == "pytest -rA t/a.py && pytest -rA t/b.py"
+    with pytest.raises(TaskSpecError, match="not a pytest call"):  # the grader runs only pytest
+        task_from_swerebench_row(_row(install_config={"test_cmd": ["pip list", "pytest -rA"]}))
     with pytest.raises(TaskSpecError, match="log_parser 'parse_log_jest'"):
         task_from_swerebench_row(_row(install_config={"log_parser": "parse_log_jest"}))
     with pytest.raises(TaskSpecError, match="install_config"):

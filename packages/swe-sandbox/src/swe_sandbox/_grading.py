@@ -23,6 +23,7 @@ import secrets
 import shlex
 import tarfile
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import attrs
@@ -215,9 +216,10 @@ def _grade_in(
         if not applied.ok:
             return zero(task, f"patch-failed: {applied.output.strip()[-500:]}", began)
     guarded = guard_paths(task, prepared)
-    plan = canary_plan(task, prepared)
+    base = base_contents(prepared, [*config_paths(task), *graded_modules(task)])  # one tar read
+    plan = canary_plan(task, prepared, base)
     try:
-        fresh.restore({**pristine_config(task, prepared), **prepared.restore_files, **plan.files})
+        fresh.restore({**pristine_config(task, base), **prepared.restore_files, **plan.files})
         _seal(fresh)
         before = fingerprint(fresh, guarded)
     except (SandboxError, OSError) as exc:
@@ -243,21 +245,28 @@ def _grade_in(
 CONFIG_NAMES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
 
 
-def pristine_config(task: TaskSpec, prepared: PreparedRepo) -> dict[str, bytes | None]:
+def pristine_config(task: TaskSpec, base: Mapping[str, bytes | None]) -> dict[str, bytes | None]:
     """Base content of every pytest configuration file pytest could pick for the graded files
     (the root and each directory above a graded file): even where the task lets the patch
     change one (`TaskSpec.allowed_config_paths`), pytest's options stay the repository's."""
+    return {path: base.get(path) for path in config_paths(task)}
+
+
+def config_paths(task: TaskSpec) -> list[str]:
     graded = graded_paths(task.withheld_paths, task.graded_tests)
     dirs = {""} | {d for path in graded for d in _ancestors(path)}
-    paths = [f"{d}/{name}".lstrip("/") for d in sorted(dirs) for name in CONFIG_NAMES]
-    return base_contents(prepared, paths)
+    return [f"{d}/{name}".lstrip("/") for d in sorted(dirs) for name in CONFIG_NAMES]
 
 
-def canary_plan(task: TaskSpec, prepared: PreparedRepo) -> CanaryPlan:
+def graded_modules(task: TaskSpec) -> list[str]:
+    return sorted({t.split("::", 1)[0] for t in task.graded_tests})
+
+
+def canary_plan(
+    task: TaskSpec, prepared: PreparedRepo, base: Mapping[str, bytes | None]
+) -> CanaryPlan:
     """Canaries for the modules holding graded tests (withheld content, else the base)."""
-    modules = sorted({t.split("::", 1)[0] for t in task.graded_tests})
-    withheld = {p: prepared.restore_files.get(p) for p in modules if p in prepared.restore_files}
-    texts = {**base_contents(prepared, [p for p in modules if p not in withheld]), **withheld}
+    texts = {p: prepared.restore_files.get(p, base.get(p)) for p in graded_modules(task)}
     files = {p: data for p, data in texts.items() if data is not None}
     rng = random.Random(secrets.randbits(64))  # fresh names and choices every grade
     return plan_canaries(files, task.graded_tests, rng)

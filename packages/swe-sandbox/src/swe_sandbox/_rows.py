@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from swe_sandbox._env_image import EnvSpec
-from swe_sandbox._errors import RepoNotFoundError, TaskSpecError
+from swe_sandbox._errors import RepoNotFoundError, TaskSpecError, UnsupportedTestCommandError
+from swe_sandbox._runner import graded_invocation
 from swe_sandbox._task import DEFAULT_TEST_COMMAND, RepoSource, TaskSpec, _str_tuple
 
 #: SWE-rebench ``install_config.log_parser`` values whose runner is pytest. Their results are
@@ -159,7 +160,8 @@ def task_from_swerebench_row(
     """Build a task from a SWE-rebench row.
 
     Same fields as SWE-bench plus ``install_config`` (a dict or JSON string): its ``test_cmd``
-    (a string or a list of commands) becomes the per-repository test command, and its
+    (a string or a list of commands) becomes the per-repository test command — pytest calls
+    that agree on their options, else `TaskSpecError` (the grader runs nothing else) — and its
     ``log_parser`` must name a pytest parser (results come from the report plugin); and, when
     present and no `repo` / `repo_dir` is given, ``docker_image`` / ``image_name``.
     """
@@ -175,6 +177,13 @@ def task_from_swerebench_row(
             f"{row.get('instance_id', '?')}: install_config.log_parser {parser!r} is not a "
             f"pytest parser ({sorted(PYTEST_LOG_PARSERS)}); other runners are not supported"
         )
+    if test_cmd:
+        try:
+            graded_invocation(test_cmd)
+        except UnsupportedTestCommandError as exc:
+            raise TaskSpecError(
+                f"{row.get('instance_id', '?')}: install_config.test_cmd: {exc}"
+            ) from exc
     image = row.get("docker_image") or row.get("image_name")
     if repo is None and repo_dir is None and image:
         repo = RepoSource.image(str(image))
