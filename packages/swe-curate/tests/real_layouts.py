@@ -47,6 +47,10 @@ class Project:
     added_test: str = ""
     """Text appended to ``graded_files[0]`` by the task's test patch (empty: none)."""
     allowed_config_paths: tuple[str, ...] = ()
+    pytest_args: str = ""
+    """Extra options of the task's test command (say, the project's own plugin)."""
+    slow: bool = False
+    """Graded only in the nightly run (the CI budget covers the others)."""
 
     @property
     def id(self) -> str:
@@ -191,6 +195,19 @@ def _idna_resources(tree: Path) -> None:
     )
 
 
+def _faker_plugin_module(tree: Path) -> None:
+    """Seeding moves to a new module beside the plugin, in the ``contrib/pytest/`` folder."""
+    (tree / "faker/contrib/pytest/_seeding.py").write_text(
+        "def reseed(fake, seed):\n    fake.seed_instance(seed=seed)\n    return fake\n"
+    )
+    replace_once(
+        tree,
+        "faker/contrib/pytest/plugin.py",
+        "    fake.seed_instance(seed=seed)\n",
+        "    from faker.contrib.pytest._seeding import reseed\n\n    reseed(fake, seed)\n",
+    )
+
+
 def _markdown_rewrite(tree: Path) -> None:
     """Registry.register, written another way (a non-strict deregister)."""
     replace_once(
@@ -263,6 +280,7 @@ CORPUS: tuple[Project, ...] = (
         MutantPin("src/configobj/validate.py", "Validator._check_value", "drop_statement",
                   "dropped statement 0 of a changed block"),
         "new subpackage", _configobj_subpackage,
+        slow=True,
     ),
     Project(
         "toolz", "1.2.0", "toolz-1.2.0.tar.gz",
@@ -291,6 +309,7 @@ CORPUS: tuple[Project, ...] = (
         MutantPin("idna/intranges.py", "_encode_range", "drop_statement",
                   "dropped statement 0 of a changed block"),
         "data file via importlib.resources", _idna_resources,
+        slow=True,
     ),
     Project(
         "markdown", "3.11.3", "markdown-3.11.3.tar.gz",
@@ -300,6 +319,21 @@ CORPUS: tuple[Project, ...] = (
         MutantPin("markdown/util.py", "Registry.register", "invert_condition",
                   "inverted condition at line 381"),
         "equivalent rewrite", _markdown_rewrite,
+        slow=True,
+    ),
+    Project(
+        "faker", "40.63.0", "faker-40.63.0.tar.gz",
+        "6c5a09bfb17b3a5fa29f349a2ea86ec5af959df95ec71adc831268adfccc9d62",
+        ("pytest-plugin-in-package", "path-component-named-pytest", "tests/pytest-folder",
+         "conftests-at-several-levels", "setup.cfg-python_files"),
+        ("tests/pytest/test_manual_injection.py", "tests/pytest/test_autouse_faker_seed.py",
+         "tests/pytest/test_autouse_faker_locale.py"),
+        MutantPin("faker/contrib/pytest/plugin.py", "faker", "drop_statement",
+                  "dropped statement 2 of a changed block"),
+        "new module in the package's contrib/pytest/ folder", _faker_plugin_module,
+        # The plugin is loaded by module name: the grader does not auto-load entry points
+        # (here, the in-tree Faker.egg-info's pytest11), so the task names it.
+        pytest_args="-p no:faker -p faker.contrib.pytest.plugin",
     ),
 )  # fmt: skip
 

@@ -105,11 +105,12 @@ def tree_patch(buggy: Path, scratch: Path, edits: list[tuple[str, str]], project
 def passed_tests(scorer: SandboxScorer, task: TaskSpec, patch: str) -> set[str]:
     """Test ids that plain pytest reports PASSED on the tree after ``patch``.
 
-    The tree is made read-only first, as it is in a graded run: a test that writes into the
-    repository (pyfakefs's, when the bug disables the fake filesystem) depends on that.
+    Two documented traits of a graded run are reproduced, as tests depend on them: the tree is
+    read-only (pyfakefs's tests write into it when the bug disables the fake filesystem), and
+    pytest plugins are not auto-loaded from entry points (Faker's pytester test expects its
+    plugin from the in-tree egg-info).
     """
-    files = " ".join(task.graded_files)
-    command = f"chmod -R a-w . && python3 -m pytest -rA -p no:cacheprovider {files}"
+    command = f"chmod -R a-w . && PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 {task.test_command}"
     done = scorer.run(task, patch, command, timeout=300)
     return set(_PASSED.findall(done.output))
 
@@ -138,7 +139,7 @@ def build_task(project: Project, root: Path, scorer: SandboxScorer) -> BuiltTask
         gold_patch=gold_patch,
         test_patch=test_patch,
         graded_files=project.graded_files,
-        test_command=f"{DEFAULT_TEST_COMMAND} {' '.join(project.graded_files)}",
+        test_command=" ".join((DEFAULT_TEST_COMMAND, project.pytest_args, *project.graded_files)),
         allowed_config_paths=project.allowed_config_paths,
     )
     before = passed_tests(scorer, unmeasured, "")
