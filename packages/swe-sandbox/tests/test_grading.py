@@ -102,3 +102,34 @@ def test_diff_is_byte_exact_and_regrades(shared: Sandbox, toy_task: TaskSpec) ->
     result = grade_patch(toy_task, stored, shared._require_backend())
     assert result.reward == 1, result.reasons
     assert result.patch == stored
+
+
+#: Code under test that writes into the tree while the tests run; the fix only holds when every
+#: write fails (a new conftest in the graded test directory, a new module, the package itself).
+WRITES_INTO_THE_TREE = """
+import os
+written = []
+for path in ("/work/tests/conftest.py", "/work/calc/planted.py", "/work/calc/core.py", "/work/x"):
+    try:
+        with open(path, "a") as handle:
+            handle.write("")
+        written.append(path)
+    except OSError:
+        pass
+if written:
+    raise RuntimeError(f"wrote into the tree: {written}")
+"""
+
+
+def test_the_tree_is_read_only_for_the_test_run(shared: Sandbox, toy_task: TaskSpec) -> None:
+    from sandbox_testkit.naive import naive_reward
+
+    shared.reset(toy_task)
+    shared.apply_patch(toy_task.gold_patch)
+    shared.write_file("calc/__init__.py", WRITES_INTO_THE_TREE.encode())
+    assert naive_reward(shared, toy_task)[0] == 0  # in place, the writes succeed
+    shared.reset(toy_task)
+    shared.apply_patch(toy_task.gold_patch)
+    shared.write_file("calc/__init__.py", WRITES_INTO_THE_TREE.encode())
+    result = shared.submit()
+    assert result.reward == 1, result.reasons  # graded, every write failed

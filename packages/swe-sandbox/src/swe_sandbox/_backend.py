@@ -19,7 +19,10 @@ BASE_ENV = {
     "PYTHONDONTWRITEBYTECODE": "1",
     "PIP_NO_INPUT": "1",
 }
-User = Literal["agent", "root"]
+User = Literal["agent", "root", "tester"]
+#: The graded test run's uid: not the owner of the tree (the agent, 1000), so the code under
+#: test can import the tree but not change it.
+TESTER_UID = 1001
 
 
 class BackendSession(Protocol):

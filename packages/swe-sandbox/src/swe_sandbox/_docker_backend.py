@@ -16,7 +16,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from swe_sandbox._backend import BASE_ENV, GRADER_DIR, WORKDIR, User
+from swe_sandbox._backend import BASE_ENV, GRADER_DIR, TESTER_UID, WORKDIR, User
 from swe_sandbox._docker_image import TASK_REPO_PATH, docker_client, ensure_base_image
 from swe_sandbox._environment import inspect_image, masked_paths, sandbox_env
 from swe_sandbox._errors import ImageNotFoundError, SandboxClosedError, SandboxError
@@ -107,7 +107,9 @@ class DockerSession:
         api = self._client.api
         started = time.monotonic()
         argv = ["timeout", "-s", "KILL", f"{timeout:.3f}", "/bin/bash", "-c", command]
-        uid = f"{AGENT_UID}:{AGENT_UID}" if user == "agent" else "0:0"
+        uid = {"agent": f"{AGENT_UID}:{AGENT_UID}", "tester": f"{TESTER_UID}:{TESTER_UID}"}.get(
+            user, "0:0"
+        )
         exec_id = api.exec_create(
             self._container.id,
             argv,

@@ -273,10 +273,11 @@ def canary_plan(
 
 
 def _seal(fresh: Sandbox) -> None:
-    """Hand the tree to root: the test process (the agent uid) can read and import it but not
-    add, change or remove a file in it while the tests run."""
+    """Make the tree read-only for the test run: it runs as another uid (`TESTER_UID`) than
+    the tree's owner, and no file or directory is group/other-writable — the code under test
+    can import the tree but not add, change or remove a file in it while the tests run."""
     done = fresh.run_internal(
-        f"chown -R -h 0:0 {WORKDIR} && chmod -R go-w {WORKDIR}", user="root", timeout=120
+        f"find {WORKDIR} ! -type l -perm /022 -exec chmod go-w {{}} +", timeout=120
     )
     if not done.ok:
         raise SandboxError(f"cannot seal the tree: {done.output.strip()[-500:]}")

@@ -11,7 +11,8 @@ Protocol. The owner holds one end of a ``SOCK_SEQPACKET`` socketpair; the init h
 A request is one message — JSON ``{"command", "user", "env"}`` — carrying three descriptors:
 the command's stdin, its merged stdout/stderr, and a *status* pipe. The init forks; the child
 starts a new session (its own process group), takes the two stdio descriptors, drops to the
-agent uid/gid with no supplementary groups when ``user == "agent"`` (a full uid change from
+agent uid/gid (or the test run's, agent + 1, for ``"tester"``) with no supplementary groups
+unless ``user == "root"`` (a full uid change from
 root clears every capability; every mount is ``nosuid``, so none can come back) and execs
 ``bash -c``. The init writes ``pid <pid>`` to the status pipe, and ``exit <code>`` once it
 reaps the child (``code`` as ``os.waitstatus_to_exitcode``). ``{"kill": pid}`` SIGKILLs a
@@ -81,8 +82,9 @@ def child(request, stdin, out):
     try:
         os.setsid()
         os.dup2(stdin, 0); os.dup2(out, 1); os.dup2(out, 2)
-        if request["user"] == "agent":
-            os.setgroups([]); os.setgid(AGENT); os.setuid(AGENT)
+        if request["user"] in ("agent", "tester"):
+            uid = AGENT if request["user"] == "agent" else AGENT + 1
+            os.setgroups([]); os.setgid(uid); os.setuid(uid)
         os.execve("/bin/bash", ["bash", "-c", request["command"]], request["env"])
     except BaseException as exc:
         say(2, "swe-sandbox: cannot run the command: %s\n" % exc)

@@ -258,7 +258,7 @@ def _isolated_run(
         *isolated_argv(invocation, task),
     ]  # fmt: skip
     return sandbox.run_internal(
-        "exec " + shlex.join(argv), timeout=timeout, output_limit=REPORT_LIMIT
+        "exec " + shlex.join(argv), user="tester", timeout=timeout, output_limit=REPORT_LIMIT
     )
 
 
