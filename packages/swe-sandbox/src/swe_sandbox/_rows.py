@@ -177,7 +177,7 @@ def task_from_swerebench_row(
             f"{row.get('instance_id', '?')}: install_config.log_parser {parser!r} is not a "
             f"pytest parser ({sorted(PYTEST_LOG_PARSERS)}); other runners are not supported"
         )
-    if test_cmd:
+    if test_cmd and test_cmd.strip():  # a blank one is the missing-program case, later
         try:
             graded_invocation(test_cmd)
         except UnsupportedTestCommandError as exc:
