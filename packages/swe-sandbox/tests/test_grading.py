@@ -133,3 +133,20 @@ def test_the_tree_is_read_only_for_the_test_run(shared: Sandbox, toy_task: TaskS
     shared.write_file("calc/__init__.py", WRITES_INTO_THE_TREE.encode())
     result = shared.submit()
     assert result.reward == 1, result.reasons  # graded, every write failed
+
+
+def test_a_zero_verdict_names_what_the_policy_dropped(backend: Backend, toy_task: TaskSpec) -> None:
+    from swe_sandbox import grade_patch
+
+    fix_outside = (  # the right change, in a new top-level module the tests never import
+        "diff --git a/fixed_core.py b/fixed_core.py\nnew file mode 100644\n"
+        "--- /dev/null\n+++ b/fixed_core.py\n@@ -0,0 +1,2 @@\n+def add(a, b):\n+    return a + b\n"
+    )
+    result = grade_patch(toy_task, fix_outside, backend)
+    assert result.reward == 0
+    assert result.dropped == ("fixed_core.py: path-entry",)
+    assert result.reason_codes[-1] == "dropped"
+    assert "fixed_core.py: path-entry" in result.reasons[-1]
+    gold = grade_patch(toy_task, toy_task.gold_patch + fix_outside, backend)
+    assert (gold.reward, gold.dropped) == (1, ("fixed_core.py: path-entry",))
+    assert gold.reasons == ()  # a reward of 1 has no reasons, dropped paths or not

@@ -201,6 +201,11 @@ def grade_patch(
     if flags and policy.zero_on_flag:
         reason = f"suspicious-patch: {'; '.join(flags[:5])}"
         result = attrs.evolve(result, reward=0, reasons=(*result.reasons, reason))
+    if result.reward == 0 and filtered.dropped:  # say what was not graded: it may be why
+        shown = "; ".join(filtered.dropped[:5])
+        more = f" (+{len(filtered.dropped) - 5} more)" if len(filtered.dropped) > 5 else ""
+        reason = f"dropped: not graded, outside the package under test: {shown}{more}"
+        result = attrs.evolve(result, reasons=(*result.reasons, reason))
     return result
 
 
