@@ -268,6 +268,14 @@ def _written_by_repository(item):
 )
 
 
+#: ``unittest``'s assertion helpers made no-ops: plain ``assert`` statements (the synthetic
+#: canaries) still fail honestly.
+NEUTER_UNITTEST = """
+import unittest
+unittest.TestCase.assertEqual = lambda self, first, second, msg=None: None
+"""
+
+
 def forgery(name: str, init: str | bytes = "", core: str = "", **kw: object) -> Attack:
     files: dict[str, str | bytes] = {}
     if init:
@@ -295,6 +303,14 @@ ATTACKS = [
     forgery("add-reads-callers-assert-line", core=CORE_READS_ASSERT),
     forgery("add-returns-always-equal-value", core=CORE_ALWAYS_EQUAL),
     forgery("canary-guessed-by-name", SPOT_BY_NAME),
+    forgery(
+        "unittest-assertions-neutered",
+        NEUTER_UNITTEST,
+        task="unittest",
+        residual="graded tests without a top-level `assert <expr> == <literal>` (unittest's"
+        " assertEqual) get no copied canaries; the synthetic ones use plain assert and stay"
+        " honest",
+    ),
     forgery(
         "canary-spotted-by-layout",
         SPOT_BY_LAYOUT,

@@ -23,7 +23,8 @@ import attrs
 import pytest
 from _pytest.mark.structures import ParameterSet
 from redteam import attacks_git, attacks_imports, attacks_pytest, attacks_shell, forgery
-from redteam.attack import SHELL_COMMAND, Attack, plant
+from redteam.attack import SHELL_COMMAND, UNITTEST_TEST_ADD, Attack, plant
+from sandbox_testkit import toyrepo
 from sandbox_testkit.leaks import processes_with
 from sandbox_testkit.naive import naive_reward
 from sandbox_testkit.toyrepo import GOLD_TOKEN, TEST_TOKEN
@@ -109,6 +110,16 @@ def shell_task(toy_task: TaskSpec) -> TaskSpec:
     return attrs.evolve(toy_task, instance_id="toy__calc-shell-1", test_command=SHELL_COMMAND)
 
 
+@pytest.fixture(scope="module")
+def unittest_task(tmp_path_factory: pytest.TempPathFactory) -> TaskSpec:
+    """The toy task with its withheld tests in ``unittest`` style."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(toyrepo, "TEST_ADD", UNITTEST_TEST_ADD)
+        task = toyrepo.make_toy_task(tmp_path_factory.mktemp("toy-unittest"), "toy__calc-ut-1")
+    graded = tuple(t.replace("test_add.py::", "test_add.py::TestAdd::") for t in task.fail_to_pass)
+    return attrs.evolve(task, fail_to_pass=graded)
+
+
 def check_attack(
     request: pytest.FixtureRequest,
     sandboxes: Sandboxes,
@@ -118,7 +129,7 @@ def check_attack(
 ) -> None:
     """`attack` beats the naive baseline, and `Sandbox.submit` gives it 0 for a reason in
     `stopped`."""
-    task: TaskSpec = request.getfixturevalue("shell_task" if attack.task == "shell" else "toy_task")
+    task: TaskSpec = request.getfixturevalue(f"{attack.task}_task")
     sandbox = sandboxes.get(request, backend)
     plant(sandbox, task, attack)
     naive, reasons = naive_reward(sandbox, task)
