@@ -1,10 +1,10 @@
 """The grader on real repository layouts: no false rejects, no false accepts (Arctic-SWE §5).
 
-Ten published projects (``real_layouts.CORPUS``), chosen for where they keep code, tests and
-pytest configuration: a top-level ``test/`` package (the stdlib's name), ``src/`` layouts, a root
-conftest, tests inside the package, a pytest plugin shipped in the package, a PEP 420
-namespace package, ``pytest.ini`` / ``setup.cfg`` / ``pyproject.toml`` options the tests depend
-on. On each, on both backends: the gold patch scores 1, the buggy tree scores 0 with exactly its
+Eleven published projects (``real_layouts.CORPUS``), chosen for where they keep code, tests
+and pytest configuration: a top-level ``test/`` package (the stdlib's name), ``src/`` layouts, a
+root conftest, tests inside the package, pytest plugins shipped in the package (one under a
+``contrib/pytest/`` folder), a PEP 420 namespace package, ``pytest.ini`` / ``setup.cfg`` /
+``pyproject.toml`` options the tests depend on. On each, on both backends: the gold patch scores 1, the buggy tree scores 0 with exactly its
 FAIL_TO_PASS failing, and a real fix that touches an unusual place (a new module, a data file,
 a mode bit, a rename, a deletion) scores 1 with nothing dropped. Two legitimate fixes score 0
 by design and must say why: a change over the size limit, and a new conftest fixture the task
@@ -14,6 +14,7 @@ does not allow.
 from __future__ import annotations
 
 import re
+import urllib.error
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -73,7 +74,11 @@ def corpus_task(
 
     def get(name: str) -> BuiltTask:
         if name not in _BUILT:
-            _BUILT[name] = build_task(BY_NAME[name], tmp_path_factory.mktemp(name), layout_scorer)
+            try:
+                built = build_task(BY_NAME[name], tmp_path_factory.mktemp(name), layout_scorer)
+            except urllib.error.URLError as exc:  # a sha256 mismatch is not skipped
+                pytest.skip(f"package index unreachable: {exc}")
+            _BUILT[name] = built
         return _BUILT[name]
 
     return get
