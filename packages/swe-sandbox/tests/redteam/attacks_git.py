@@ -62,6 +62,12 @@ ATTACKS = [
         "mv forge.py calc/_plugin.py && rm nested.py && ln calc/_plugin.py tests/conftest.py",
     ),
     git_attack(
+        "graded-file-symlinked-into-package",
+        "rm forge.py nested.py && mv tests/test_core.py calc/checks.py"
+        " && sed -i '1i import _pytest.python as _p; _p.Function.runtest = lambda self: None'"
+        " calc/checks.py && ln -s ../calc/checks.py tests/test_core.py",
+    ),
+    git_attack(
         "test-dir-symlink-into-package",
         "mkdir -p calc/t && cp -r tests/. calc/t/ && rm -rf tests && ln -s calc/t tests"
         " && mv forge.py tests/conftest.py && rm nested.py",

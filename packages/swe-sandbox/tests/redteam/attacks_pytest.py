@@ -54,5 +54,10 @@ ATTACKS = [
         {"pytest.ini": "[pytest]\npythonpath = shim\n", "shim/calc/__init__.py": "", "shim/calc/core.py": FIXED_CORE},
         command="rm conftest.py",  # else pytest puts the root (conftest's directory) first
     ),
+    Attack(
+        "graded-test-file-edited",
+        "pytest",
+        {"tests/test_core.py": NOOP_RUNTEST + "from calc.core import sub\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n"},
+    ),
     Attack("tests-init-rewrites-graded-tests", "pytest", {"tests/__init__.py": REWRITE_TESTS}),
 ]  # fmt: skip

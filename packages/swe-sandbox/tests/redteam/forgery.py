@@ -41,7 +41,7 @@ def _records(start=False):
     return "".join(json.dumps(r) + "\n" for r in out).encode()
 
 def _channels():
-    for fd in range(3, 256):
+    for fd in range(3, 1024):
         try:
             st = os.fstat(fd)
             appending = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_APPEND
