@@ -4,11 +4,12 @@ slate or no sandbox at all."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from sandbox_testkit.leaks import live_sandbox_ids
 
-from swe_sandbox import Backend, Sandbox, TaskSpec
+from swe_sandbox import Backend, RepoSource, Sandbox, TaskSpec
 
 #: Damage an agent can do to its own sandbox; grading must still return a verdict.
 DAMAGE = {
@@ -150,3 +151,42 @@ def test_a_zero_verdict_names_what_the_policy_dropped(backend: Backend, toy_task
     gold = grade_patch(toy_task, toy_task.gold_patch + fix_outside, backend)
     assert (gold.reward, gold.dropped) == (1, ("fixed_core.py: path-entry",))
     assert gold.reasons == ()  # a reward of 1 has no reasons, dropped paths or not
+
+
+def test_a_root_conftest_and_one_in_a_non_package_tests_dir_grade_correctly(
+    backend: Backend, tmp_path: Path
+) -> None:
+    """Two conftests that pytest imports as the same module name ``conftest`` from different
+    inserted directories: with the repository's own import mode they coexist (an append-mode
+    grader found the root one twice: ImportPathMismatchError, gold scored 0)."""
+    tree = tmp_path / "tree"
+    (tree / "calc").mkdir(parents=True)
+    (tree / "tests").mkdir()
+    (tree / "calc" / "__init__.py").write_text("def scale(x):\n    return x * 3\n")
+    (tree / "conftest.py").write_text(
+        "import pytest\n\n\n@pytest.fixture\ndef base():\n    return 2\n"
+    )
+    (tree / "tests" / "conftest.py").write_text(
+        "import pytest\n\n\n@pytest.fixture\ndef factor():\n    return 2\n"
+    )
+    (tree / "tests" / "test_scale.py").write_text(
+        "from calc import scale\n\n\ndef test_scale(base, factor):\n"
+        "    assert scale(base) == base * factor\n"
+    )
+    gold = (
+        "--- a/calc/__init__.py\n+++ b/calc/__init__.py\n@@ -1,2 +1,2 @@\n"
+        " def scale(x):\n-    return x * 3\n+    return x * 2\n"
+    )
+    task = TaskSpec(
+        instance_id="two-conftests-1",
+        repo=RepoSource.directory(tree),
+        graded_files=("tests/test_scale.py",),
+        fail_to_pass=("tests/test_scale.py::test_scale",),
+        gold_patch=gold,
+        test_command="python3 -m pytest tests",
+    )
+    from swe_sandbox import grade_patch
+
+    assert grade_patch(task, gold, backend).reward == 1
+    empty = grade_patch(task, "", backend)
+    assert (empty.reward, empty.reason_codes) == (0, ("FAIL_TO_PASS",))

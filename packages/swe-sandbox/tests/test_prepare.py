@@ -119,3 +119,27 @@ def test_image_that_cannot_be_built(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     with pytest.raises(ImageBuildError, match="debootstrap failed"):
         build_rootfs(spec)
     assert not (tmp_path / "rootfs" / spec.content_hash).exists()
+
+
+def test_a_plain_trees_ignored_files_are_part_of_the_base(backend: Backend, tmp_path: Path) -> None:
+    """An sdist ships its egg-info and a .gitignore that lists it: the base holds both, so an
+    untouched sandbox's diff is empty (no pristine file passes for the agent's addition)."""
+    tree = tmp_path / "tree"
+    (tree / "pkg.egg-info").mkdir(parents=True)
+    (tree / "pkg.egg-info" / "PKG-INFO").write_text("Name: pkg\n")
+    (tree / ".gitignore").write_text("*.egg-info\n")
+    (tree / "pkg").mkdir()
+    (tree / "pkg" / "__init__.py").write_text("X = 1\n")
+    (tree / "test_pkg.py").write_text("from pkg import X\n\n\ndef test_x():\n    assert X == 1\n")
+    task = TaskSpec(
+        instance_id="ignored-1",
+        repo=RepoSource.directory(tree),
+        graded_files=("test_pkg.py",),
+        fail_to_pass=("test_pkg.py::test_x",),
+        test_command="python3 -m pytest test_pkg.py",
+    )
+    assert "pkg.egg-info/PKG-INFO" in prepare_repo(task).files
+    with Sandbox.create(task, backend) as sandbox:
+        assert sandbox.diff() == ""
+        result = sandbox.grade()
+    assert (result.reward, result.dropped) == (1, ())

@@ -141,7 +141,9 @@ def _commit_plain_tree(source: Path, dest: Path, withheld: tuple[str, ...]) -> s
     for path in withheld:
         (dest / path).unlink(missing_ok=True)
     _git(dest, "init", "-q")
-    _git(dest, "add", "-A")
+    # -f: the plain tree is the base, files its .gitignore lists included (an sdist's egg-info):
+    # left out, the grader's diff would see them as the agent's additions.
+    _git(dest, "add", "-A", "-f")
     _git(dest, "commit", "-q", "--allow-empty", "-m", "base")
     return _git(dest, "rev-parse", "HEAD").stdout.strip()
 
