@@ -160,3 +160,34 @@ def test_a_module_with_one_short_test_name_still_gets_copies() -> None:
     names = [c.nodeid.rsplit("::", 1)[1] for c in plan.canaries]
     assert len(names) == 4
     assert not any(name.startswith("test_sub") for name in names[:2])
+
+
+UNITTEST_MODULE = """import unittest
+from calc import add
+
+
+class AddTests(unittest.TestCase):
+    def test_small(self):
+        self.assertEqual(add(2, 3), 5)
+
+    def test_negative(self):
+        self.assertEqual(-5, add(-2, -3))
+"""
+UNITTEST_GRADED = ("t/test_m.py::AddTests::test_small", "t/test_m.py::AddTests::test_negative")
+
+
+def test_unittest_assert_equal_is_copied_too(tmp_path: Path) -> None:
+    plan = plan_canaries(
+        {"t/test_m.py": UNITTEST_MODULE.encode()}, UNITTEST_GRADED, random.Random(5)
+    )
+    copies = [c for c in plan.canaries if c.source]
+    assert {c.source for c in copies} == set(UNITTEST_GRADED)
+    module = plan.files["t/test_m.py"].decode()
+    correct = {k: TestOutcome(v) for k, v in _run(tmp_path, module, "a + b").items()}
+    assert misstated_canaries(plan.canaries, correct) == []
+    # code under test that neuters assertEqual passes every copy: forged
+    neutered = module.replace(
+        "import unittest\n", "import unittest\nunittest.TestCase.assertEqual = lambda *a: None\n", 1
+    )
+    forged = {k: TestOutcome(v) for k, v in _run(tmp_path, neutered, "a - b").items()}
+    assert misstated_canaries(plan.canaries, forged)

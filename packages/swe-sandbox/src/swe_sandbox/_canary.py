@@ -6,7 +6,7 @@ Every grade therefore inserts a few tests with fresh names into the graded test 
 (Arctic-SWE §5, evaluation-hacking prevention):
 
 * **must fail** — copies of a graded test whose expected value is changed: a top-level
-  ``assert <expr> == <literal>`` gets a different literal (two copies per test, on either side
+  ``assert <expr> == <literal>`` (or ``self.assertEqual(<expr>, <literal>)``) gets a different literal (two copies per test, on either side
   of the right value), so correct code fails them. A forger that turns failures into passes,
   swaps tests for no-ops, or reads the expected value from the caller's assert line passes
   them; one that reads the module and guesses which of the look-alike tests is the real one
@@ -147,22 +147,44 @@ def _sources(module: _Module, graded: set[str]) -> list[_Source]:
 
 
 def _expected_literal(node: ast.FunctionDef) -> ast.expr | None:
-    """The literal of the last top-level ``assert <expr> == <literal>`` on one line — a number,
-    a negative number, a string or bytes (never one nested in a ``with`` / ``if`` / ``try``:
-    that one might not run, and the copy would pass)."""
+    """The literal of the last top-level ``assert <expr> == <literal>`` or
+    ``self.assertEqual(<expr>, <literal>)`` (either order) on one line — a number, a negative
+    number, a string or bytes. Never one nested in a ``with`` / ``if`` / ``try``: that one
+    might not run, and the copy would pass."""
     found = None
     for statement in node.body:
-        test = statement.test if isinstance(statement, ast.Assert) else None
-        if (
-            isinstance(test, ast.Compare)
-            and len(test.ops) == 1
-            and isinstance(test.ops[0], ast.Eq)
-            and _mutable(test.comparators[0])
-            and not isinstance(test.left, (ast.Constant, ast.UnaryOp))
-            and test.comparators[0].lineno == test.comparators[0].end_lineno
-        ):
-            found = test.comparators[0]
+        pair = _compared(statement)
+        if pair is None:
+            continue
+        for literal, other in (pair, pair[::-1]):
+            if (
+                _mutable(literal)
+                and not isinstance(other, (ast.Constant, ast.UnaryOp))
+                and literal.lineno == literal.end_lineno
+            ):
+                found = literal
+                break
     return found
+
+
+def _compared(statement: ast.stmt) -> tuple[ast.expr, ast.expr] | None:
+    """``(right, left)`` of ``assert left == right``, or ``(second, first)`` of a
+    ``self.assertEqual(first, second)`` call statement."""
+    if isinstance(statement, ast.Assert):
+        test = statement.test
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
+            return test.comparators[0], test.left
+        return None
+    call = statement.value if isinstance(statement, ast.Expr) else None
+    if (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr in ("assertEqual", "assertEquals")
+        and len(call.args) == 2
+        and not call.keywords
+    ):
+        return call.args[1], call.args[0]
+    return None
 
 
 def _mutable(node: ast.expr) -> bool:
