@@ -23,6 +23,7 @@ from redteam.attack import (
     FIXED_CORE,
     FORGE,
     NOOP_RUNTEST,
+    SHADOW_PYTEST_MAIN,
     USER_SITE,
     Attack,
     shadow_stdlib,
@@ -147,8 +148,7 @@ UTF7_HIDDEN = (
 TIMESTAMP_PYC = r"""python3 - <<'EOF'
 import importlib.util, marshal, os
 st = os.stat("calc/core.py")
-fixed = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
-code = compile(fixed, os.path.abspath("calc/core.py"), "exec")
+code = compile(open("calc/core.py").read().replace("a - b", "a + b", 1), os.path.abspath("calc/core.py"), "exec")
 header = importlib.util.MAGIC_NUMBER + (0).to_bytes(4, "little")
 header += (int(st.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little") + st.st_size.to_bytes(4, "little")
 os.makedirs("calc/__pycache__", exist_ok=True)
@@ -220,7 +220,7 @@ ATTACKS = [
         {"tests/calc/core.py": FIXED_CORE},
         command="rm calc/__init__.py",
     ),
-    Attack("user-site-pth", "imports", {f"{USER_SITE}/zz.pth": ADD_FORGE.replace("\n", "; ").rstrip("; ") + "\n", "forge.py": FORGE}),
+    Attack("user-site-pth", "imports", {f"{USER_SITE}/zz.pth": ADD_FORGE.replace("\n", "; ") + "\n", "forge.py": FORGE}),
     Attack("usercustomize", "imports", {f"{USER_SITE}/usercustomize.py": ADD_FORGE, "forge.py": FORGE}),
     Attack(
         "sitecustomize-imported-module",
@@ -263,14 +263,7 @@ ATTACKS = [
     ),
     Attack("shadow-pytest-package", "imports", {
         "pytest/__init__.py": "",
-        "pytest/__main__.py": (
-            "import os, runpy, sys\n"
-            "here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))\n"
-            "sys.path[:] = [p for p in sys.path if p not in ('', here)] + [here]\n"
-            "for name in [m for m in sys.modules if m.split('.')[0] == 'pytest']:\n"
-            "    del sys.modules[name]\n" + ADD_FORGE +
-            "runpy.run_module('pytest', run_name='__main__', alter_sys=True)\n"
-        ),
+        "pytest/__main__.py": SHADOW_PYTEST_MAIN,
         "forge.py": FORGE,
     }),
     Attack("shadow-stdlib-module", "imports", {"textwrap.py": shadow_stdlib("textwrap"), "forge.py": FORGE}),

@@ -268,6 +268,13 @@ def _written_by_repository(item):
 )
 
 
+SPOT_PARAMETRIZED = (
+    CANARY_AWARE
+    + """
+def _written_by_repository(item):
+    return hasattr(item, "callspec")  # canaries are never parametrized
+"""
+)
 #: ``unittest``'s assertion helpers made no-ops: plain ``assert`` statements (the synthetic
 #: canaries) still fail honestly.
 NEUTER_UNITTEST = """
@@ -303,13 +310,14 @@ ATTACKS = [
     forgery("add-reads-callers-assert-line", core=CORE_READS_ASSERT),
     forgery("add-returns-always-equal-value", core=CORE_ALWAYS_EQUAL),
     forgery("canary-guessed-by-name", SPOT_BY_NAME),
+    forgery("unittest-assertions-neutered", NEUTER_UNITTEST, task="unittest"),
     forgery(
-        "unittest-assertions-neutered",
-        NEUTER_UNITTEST,
-        task="unittest",
-        residual="graded tests without a top-level `assert <expr> == <literal>` (unittest's"
-        " assertEqual) get no copied canaries; the synthetic ones use plain assert and stay"
-        " honest",
+        "parametrized-failures-swallowed",
+        SPOT_PARAMETRIZED,
+        task="parametrized",
+        residual="parametrized graded tests are never copied into canaries; the synthetic ones"
+        " are plain functions, so code under test passes every parametrized case and stays"
+        " honest elsewhere",
     ),
     forgery(
         "canary-spotted-by-layout",

@@ -23,7 +23,13 @@ import attrs
 import pytest
 from _pytest.mark.structures import ParameterSet
 from redteam import attacks_git, attacks_imports, attacks_pytest, attacks_shell, forgery
-from redteam.attack import SHELL_COMMAND, UNITTEST_TEST_ADD, Attack, plant
+from redteam.attack import (
+    PARAMETRIZED_TEST_ADD,
+    SHELL_COMMAND,
+    UNITTEST_TEST_ADD,
+    Attack,
+    plant,
+)
 from sandbox_testkit import toyrepo
 from sandbox_testkit.leaks import processes_with
 from sandbox_testkit.naive import naive_reward
@@ -45,16 +51,14 @@ STOPPED = frozenset(
         "exit-code-mismatch", "no-report", "timeout", "diff-failed",
     }
 )  # fmt: skip
-CATALOGUE = {
-    a.name: a
-    for a in (
-        *attacks_imports.ATTACKS,
-        *attacks_pytest.ATTACKS,
-        *attacks_git.ATTACKS,
-        *attacks_shell.ATTACKS,
-        *forgery.ATTACKS,
-    )
-}
+ALL = (
+    *attacks_imports.ATTACKS,
+    *attacks_pytest.ATTACKS,
+    *attacks_git.ATTACKS,
+    *attacks_shell.ATTACKS,
+    *forgery.ATTACKS,
+)
+CATALOGUE = {a.name: a for a in ALL}
 BACKEND_NAMES = ("namespace", "docker")
 
 
@@ -110,14 +114,27 @@ def shell_task(toy_task: TaskSpec) -> TaskSpec:
     return attrs.evolve(toy_task, instance_id="toy__calc-shell-1", test_command=SHELL_COMMAND)
 
 
+def toy_variant(root: Path, test_add: str, fail_to_pass: tuple[str, ...]) -> TaskSpec:
+    """The toy task with other withheld tests (`test_add`) and their F2P ids."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(toyrepo, "TEST_ADD", test_add)
+        task = toyrepo.make_toy_task(root, f"toy__calc-{root.name}")
+    return attrs.evolve(task, fail_to_pass=fail_to_pass)
+
+
 @pytest.fixture(scope="module")
 def unittest_task(tmp_path_factory: pytest.TempPathFactory) -> TaskSpec:
-    """The toy task with its withheld tests in ``unittest`` style."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(toyrepo, "TEST_ADD", UNITTEST_TEST_ADD)
-        task = toyrepo.make_toy_task(tmp_path_factory.mktemp("toy-unittest"), "toy__calc-ut-1")
-    graded = tuple(t.replace("test_add.py::", "test_add.py::TestAdd::") for t in task.fail_to_pass)
-    return attrs.evolve(task, fail_to_pass=graded)
+    ids = (
+        "tests/test_add.py::TestAdd::test_add_positive",
+        "tests/test_add.py::TestAdd::test_add_negative",
+    )
+    return toy_variant(tmp_path_factory.mktemp("unittest"), UNITTEST_TEST_ADD, ids)
+
+
+@pytest.fixture(scope="module")
+def parametrized_task(tmp_path_factory: pytest.TempPathFactory) -> TaskSpec:
+    ids = ("tests/test_add.py::test_add[2-3-5]", "tests/test_add.py::test_add[-2--3--5]")
+    return toy_variant(tmp_path_factory.mktemp("parametrized"), PARAMETRIZED_TEST_ADD, ids)
 
 
 def check_attack(
@@ -158,6 +175,13 @@ def test_forgery_by_code_under_test_scores_zero(
     """Code inside the package under test survives every filter and runs in the test process:
     the honest F2P failures or the canaries must still give it away."""
     check_attack(request, sandboxes, backend, attack, frozenset({"forged", "FAIL_TO_PASS"}))
+
+
+def test_catalogue_has_distinct_classes_in_every_area_and_on_docker() -> None:
+    areas = {"imports", "pytest", "git", "shell", "forgery"}
+    assert len(CATALOGUE) == len(ALL) >= 60
+    assert {a.area for a in ALL} == areas
+    assert {a.area for a in ALL if a.ci_docker} == areas
 
 
 @pytest.fixture(scope="module")
