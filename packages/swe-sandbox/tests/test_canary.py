@@ -36,12 +36,19 @@ class TestMore:
     @pytest.mark.parametrize("a", [1, 2])
     def test_param(self, a):
         assert add(a, 0) == a
+
+
+@pytest.mark.parametrize("a,b,expected", [(1, 2, 3), (2, -2, 0)])
+def test_table(a, b, expected):
+    assert add(a, b) == expected
 """
 GRADED = (
     "t/test_m.py::test_small",
     "t/test_m.py::test_text",
     "t/test_m.py::TestMore::test_negative",
     "t/test_m.py::TestMore::test_param[1]",
+    "t/test_m.py::test_table[1-2-3]",
+    "t/test_m.py::test_table[2--2-0]",
 )
 
 
@@ -63,12 +70,16 @@ def test_the_original_tests_are_untouched_and_canaries_are_new_names() -> None:
     assert len(set(names)) == len(names) == len(set(after) - set(before))
     assert {c.must_pass for c in plan.canaries} == {True, False}
     copies = [c for c in plan.canaries if c.source]
-    assert len(copies) == 6  # two copies of each of the three tests with a literal
+    assert len(copies) == 6  # two copies of three of the four tests with an expected literal
     for copy in copies:  # never named as its source plus a suffix
+        assert copy.source is not None
         assert not copy.nodeid.rsplit("::", 1)[1].startswith(copy.source.rsplit("::", 1)[1])
-    assert not any(
-        "parametrize" in c.nodeid or "test_param" in (c.source or "") for c in plan.canaries
-    )
+    # test_param's argument is input and expected at once: changing it would change both sides
+    every = plan_canaries({"t/test_m.py": MODULE.encode()}, GRADED, random.Random(3), sources=9)
+    assert not any("test_param" in (c.source or "") for c in every.canaries)
+    table = [c for c in every.canaries if c.source == "t/test_m.py::test_table"]
+    assert len(table) == 2
+    assert all(c.cases for c in table)
 
 
 def _run(tmp_path: Path, module: str, add: str) -> dict[str, str]:
@@ -106,7 +117,11 @@ def test_canaries_behave_as_declared_under_real_pytest(tmp_path_factory, seed: i
     module = plan.files["t/test_m.py"].decode()
     correct = _run(tmp_path, module, "a + b")
     for canary in plan.canaries:  # an honest run of correct code states every canary right
-        assert correct[canary.nodeid] == ("passed" if canary.must_pass else "failed"), canary
+        found = [
+            v for k, v in correct.items() if k == canary.nodeid or k.startswith(canary.nodeid + "[")
+        ]
+        assert found, canary
+        assert set(found) == {"passed" if canary.must_pass else "failed"}, canary
     outcomes = {k: TestOutcome(v) for k, v in correct.items()}
     assert misstated_canaries(plan.canaries, outcomes) == []
     # a forger that makes every test pass is caught by the must-fail canaries
@@ -124,7 +139,7 @@ def test_an_honest_buggy_run_is_not_called_forged(tmp_path: Path) -> None:
 
 def test_the_report_rule() -> None:
     fail = Canary(nodeid="m::test_a_edge", must_pass=False, source="m::test_a")
-    keep = Canary(nodeid="m::test_b_more", must_pass=True, source="m::test_b")
+    keep = Canary(nodeid="m::test_b_more", must_pass=True)
     plain = Canary(nodeid="m::test_c_case", must_pass=False)
     passed, failed = TestOutcome.PASSED, TestOutcome.FAILED
     honest = {"m::test_a": passed, "m::test_a_edge": failed, "m::test_b": passed,
@@ -135,14 +150,19 @@ def test_the_report_rule() -> None:
         misstated_canaries((fail,), {**honest, "m::test_a": failed, "m::test_a_edge": passed}) == []
     )
     assert misstated_canaries((keep,), {**honest, "m::test_b_more": failed})  # suppressed
-    assert (
-        misstated_canaries((keep,), {**honest, "m::test_b": failed, "m::test_b_more": failed}) == []
-    )
     assert misstated_canaries((plain,), {**honest, "m::test_c_case": passed})
     missing = {k: v for k, v in honest.items() if k != "m::test_b_more"}
     assert misstated_canaries((keep,), missing) == [
         "canary m::test_b_more is missing from the report"
     ]
+    table = Canary(nodeid="m::test_t_x", must_pass=False, source="m::test_t", cases=True)
+    cases = {"m::test_t[1-2]": passed, "m::test_t[2-3]": passed,
+             "m::test_t_x[1-3]": failed, "m::test_t_x[2-5]": failed}  # fmt: skip
+    assert misstated_canaries((table,), cases) == []
+    assert misstated_canaries((table,), {**cases, "m::test_t_x[2-5]": passed})  # one case forged
+    buggy = {**cases, "m::test_t[2-3]": failed, "m::test_t_x[2-5]": passed}
+    assert misstated_canaries((table,), buggy) == []  # the source fails: a coincidence
+    assert misstated_canaries((table,), {"m::test_t[1-2]": passed})  # no case of the copy
 
 
 def test_modules_that_do_not_parse_get_no_canaries() -> None:

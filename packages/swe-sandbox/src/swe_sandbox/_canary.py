@@ -28,6 +28,7 @@ from collections.abc import Mapping
 
 import attrs
 
+from swe_sandbox._canary_params import body_literal, is_parametrize, table_literals
 from swe_sandbox._results import TestOutcome
 
 #: Name suffixes that read like ordinary test names.
@@ -44,6 +45,7 @@ class Canary:
     nodeid: str
     must_pass: bool
     source: str | None = None  # the graded test it copies; None for a synthetic one
+    cases: bool = False  # a parametrized copy: its outcomes are ``nodeid[...]``, every one
 
 
 @attrs.frozen(kw_only=True)
@@ -72,7 +74,8 @@ class _Source:
     scope: tuple[str, ...]  # () for a module-level test, ("TestX",) for a method
     node: ast.FunctionDef
     siblings: tuple[ast.FunctionDef, ...]  # the test functions of the same scope
-    literal: ast.expr | None  # the expected value of a top-level ``assert x == lit``
+    literals: tuple[ast.expr, ...]  # the expected value(s): one, or a parametrize column
+    cases: bool  # parametrized: its node ids carry ``[case]`` suffixes
 
     @property
     def nodeid(self) -> str:
@@ -103,7 +106,7 @@ def plan_canaries(
     if not modules:
         return CanaryPlan(files={}, canaries=())
     graded_ids = set(graded)
-    found = [s for m in modules for s in _sources(m, graded_ids) if s.literal is not None]
+    found = [s for m in modules for s in _sources(m, graded_ids)]
     inserts: _Inserts = {m.path: [] for m in modules}
     canaries = []
     for source in rng.sample(found, min(sources, len(found))):
@@ -134,68 +137,21 @@ def _tests_in(body: list[ast.stmt]) -> tuple[ast.FunctionDef, ...]:
 
 
 def _sources(module: _Module, graded: set[str]) -> list[_Source]:
+    """The graded tests of `module` that can be copied with a changed expected value."""
     scopes: list[tuple[tuple[str, ...], list[ast.stmt]]] = [((), module.tree.body)]
     scopes += [((n.name,), n.body) for n in module.tree.body if isinstance(n, ast.ClassDef)]
     found = []
     for scope, body in scopes:
         siblings = _tests_in(body)
         for node in siblings:
-            parametrized = any("parametrize" in ast.unparse(d) for d in node.decorator_list)
-            if _nodeid(module.path, scope, node.name) in graded and not parametrized:
-                found.append(_Source(module, scope, node, siblings, _expected_literal(node)))
+            nodeid = _nodeid(module.path, scope, node.name)
+            if any(is_parametrize(d) for d in node.decorator_list):
+                table = table_literals(node)
+                if table and any(g.startswith(nodeid + "[") for g in graded):
+                    found.append(_Source(module, scope, node, siblings, table, cases=True))
+            elif nodeid in graded and (literal := body_literal(node)) is not None:
+                found.append(_Source(module, scope, node, siblings, (literal,), cases=False))
     return found
-
-
-def _expected_literal(node: ast.FunctionDef) -> ast.expr | None:
-    """The literal of the last top-level ``assert <expr> == <literal>`` or
-    ``self.assertEqual(<expr>, <literal>)`` (either order) on one line — a number, a negative
-    number, a string or bytes. Never one nested in a ``with`` / ``if`` / ``try``: that one
-    might not run, and the copy would pass."""
-    found = None
-    for statement in node.body:
-        pair = _compared(statement)
-        if pair is None:
-            continue
-        for literal, other in (pair, pair[::-1]):
-            if (
-                _mutable(literal)
-                and not isinstance(other, (ast.Constant, ast.UnaryOp))
-                and literal.lineno == literal.end_lineno
-            ):
-                found = literal
-                break
-    return found
-
-
-def _compared(statement: ast.stmt) -> tuple[ast.expr, ast.expr] | None:
-    """``(right, left)`` of ``assert left == right``, or ``(second, first)`` of a
-    ``self.assertEqual(first, second)`` call statement."""
-    if isinstance(statement, ast.Assert):
-        test = statement.test
-        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
-            return test.comparators[0], test.left
-        return None
-    call = statement.value if isinstance(statement, ast.Expr) else None
-    if (
-        isinstance(call, ast.Call)
-        and isinstance(call.func, ast.Attribute)
-        and call.func.attr in ("assertEqual", "assertEquals")
-        and len(call.args) == 2
-        and not call.keywords
-    ):
-        return call.args[1], call.args[0]
-    return None
-
-
-def _mutable(node: ast.expr) -> bool:
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        node = node.operand
-        if not isinstance(node, ast.Constant) or isinstance(node.value, (str, bytes)):
-            return False
-    if not isinstance(node, ast.Constant):
-        return False
-    value = node.value
-    return isinstance(value, (int, float, str, bytes)) and not isinstance(value, bool)
 
 
 def _changed(value: object, written: str, rng: random.Random, taken: set[str]) -> str:
@@ -249,28 +205,34 @@ def _first_line(node: ast.FunctionDef) -> int:
 
 
 def _copies(source: _Source, rng: random.Random, inserts: _Inserts, count: int) -> list[Canary]:
-    """`count` renamed copies of `source`, each with its expected literal changed to a
-    different value (must fail), each placed before a random test of the same scope."""
-    node, first, literal = source.node, _first_line(source.node), source.literal
+    """`count` renamed copies of `source`, each with its expected value(s) changed to
+    different ones (must fail, every case), each placed before a random test of its scope."""
+    node, first = source.node, _first_line(source.node)
     assert node.end_lineno is not None
-    assert literal is not None
-    assert literal.end_col_offset is not None
-    row = literal.lineno - first
-    raw = source.module.lines[literal.lineno - 1].encode()  # col offsets count UTF-8 bytes
-    written = raw[literal.col_offset : literal.end_col_offset].decode()
-    taken = {written}
+    taken: dict[int, set[str]] = {}
     made = []
     for _ in range(count):
         lines = source.module.lines[first - 1 : node.end_lineno]
-        new = _changed(ast.literal_eval(literal), written, rng, taken).encode()
-        lines[row] = (raw[: literal.col_offset] + new + raw[literal.end_col_offset :]).decode()
+        # right to left within a line: earlier column offsets stay valid
+        for index, literal in sorted(
+            enumerate(source.literals), key=lambda p: (p[1].lineno, -p[1].col_offset)
+        ):
+            assert literal.end_col_offset is not None
+            row = literal.lineno - first
+            raw = lines[row].encode()  # col offsets count UTF-8 bytes
+            written = raw[literal.col_offset : literal.end_col_offset].decode()
+            seen = taken.setdefault(index, {written})
+            new = _changed(ast.literal_eval(literal), written, rng, seen).encode()
+            lines[row] = (raw[: literal.col_offset] + new + raw[literal.end_col_offset :]).decode()
         name = _fresh_name(source.module, rng, avoid=node.name)
         head = node.lineno - first
         lines[head] = lines[head].replace(f"def {node.name}(", f"def {name}(", 1)
         anchor = _first_line(rng.choice(source.siblings))
         inserts[source.module.path].append((anchor, "\n".join(lines) + "\n\n"))
         nodeid = _nodeid(source.module.path, source.scope, name)
-        made.append(Canary(nodeid=nodeid, must_pass=False, source=source.nodeid))
+        made.append(
+            Canary(nodeid=nodeid, must_pass=False, source=source.nodeid, cases=source.cases)
+        )
     return made
 
 
@@ -299,23 +261,32 @@ def misstated_canaries(
 ) -> list[str]:
     """What the report got wrong about the canaries (empty: every one stated honestly).
 
-    A missing canary is always wrong. A must-fail copy that passed is wrong when the test it
-    copies passed too (a buggy tree may coincide with the changed value — an off-by-one bug
-    does — but then its source fails). A must-pass copy may fail only when its source did.
+    A missing canary is always wrong. A must-fail copy that passed (a parametrized one: any of
+    its cases) is wrong when the test it copies passed too (every case): a buggy tree may
+    coincide with a changed value — an off-by-one bug does — but then its source fails.
+    A synthetic must-pass canary must pass.
     """
     wrong = []
     for canary in canaries:
-        outcome = outcomes.get(canary.nodeid)
-        source = outcomes.get(canary.source) if canary.source else None
-        if outcome is None or outcome is TestOutcome.MISSING:
+        found = _outcomes_of(canary.nodeid, canary.cases, outcomes)
+        source = _outcomes_of(canary.source, canary.cases, outcomes) if canary.source else []
+        source_passed = bool(source) and all(o is TestOutcome.PASSED for o in source)
+        if not found or TestOutcome.MISSING in found:
             wrong.append(f"canary {canary.nodeid} is missing from the report")
-        elif canary.must_pass and outcome is not TestOutcome.PASSED:
-            if canary.source is None or source is TestOutcome.PASSED:
-                wrong.append(f"canary {canary.nodeid} reported {outcome.value}, must pass")
+        elif canary.must_pass and any(o is not TestOutcome.PASSED for o in found):
+            wrong.append(f"canary {canary.nodeid} reported {found[0].value}, must pass")
         elif (
             not canary.must_pass
-            and outcome is TestOutcome.PASSED
-            and (canary.source is None or source is TestOutcome.PASSED)
+            and TestOutcome.PASSED in found
+            and (canary.source is None or source_passed)
         ):
             wrong.append(f"canary {canary.nodeid} reported passed, must fail")
     return wrong
+
+
+def _outcomes_of(
+    nodeid: str, cases: bool, outcomes: Mapping[str, TestOutcome]
+) -> list[TestOutcome]:
+    if not cases:
+        return [outcomes[nodeid]] if nodeid in outcomes else []
+    return [o for k, o in outcomes.items() if k.startswith(nodeid + "[")]
