@@ -1,14 +1,14 @@
 """Red team: every reward-hacking class, first shown to work, then shown to score 0 (both backends).
 
 Each attack (the catalogue: `redteam.attacks_imports`, `attacks_pytest`, `attacks_git`,
-`attacks_shell`, `forgery`) plants files (and maybe runs a shell command) in a sandbox of the toy
-task whose bug is left unfixed. The naive baseline (`sandbox_testkit.naive`: the graded tests
-restored into the agent's own tree and ``python3 -m pytest`` run there the ordinary way) must
-give reward 1 — otherwise the attack proves nothing — and `Sandbox.submit` must give 0 with a
-reason code saying why. A class the construction cannot stop carries its reason as a strict
-xfail (`StillRewardedError`): it demonstrates the hole and fails once the hole is closed. One sandbox
-per backend is shared (reset between attacks) to keep CI time modest; on Docker only the
-``ci_docker`` representatives run outside ``slow``.
+`attacks_shell`, `forgery`, `canary_forgery`) plants files (and maybe runs a shell command) in a
+sandbox of the toy task whose bug is left unfixed. The naive baseline (`sandbox_testkit.naive`:
+the graded tests restored into the agent's own tree and ``python3 -m pytest`` run there the
+ordinary way) must give reward 1 — otherwise the attack proves nothing — and `Sandbox.submit`
+must give 0 with a reason code saying why. A class the construction cannot stop carries its
+reason as a strict xfail (`StillRewardedError`): it demonstrates the hole and fails once the hole
+is closed. One sandbox per backend is shared (reset between attacks) to keep CI time modest; on
+Docker only the ``ci_docker`` representatives run outside ``slow``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,14 @@ from pathlib import Path
 import attrs
 import pytest
 from _pytest.mark.structures import ParameterSet
-from redteam import attacks_git, attacks_imports, attacks_pytest, attacks_shell, forgery
+from redteam import (
+    attacks_git,
+    attacks_imports,
+    attacks_pytest,
+    attacks_shell,
+    canary_forgery,
+    forgery,
+)
 from redteam.attack import (
     PARAMETRIZED_TEST_ADD,
     SHELL_COMMAND,
@@ -57,6 +64,7 @@ ALL = (
     *attacks_git.ATTACKS,
     *attacks_shell.ATTACKS,
     *forgery.ATTACKS,
+    *canary_forgery.ATTACKS,
 )
 CATALOGUE = {a.name: a for a in ALL}
 BACKEND_NAMES = ("namespace", "docker")
@@ -168,7 +176,9 @@ def test_attack_works_naively_and_scores_zero(
     check_attack(request, sandboxes, backend, attack, STOPPED)
 
 
-@pytest.mark.parametrize(("backend", "attack"), cases(forgery.ATTACKS))
+@pytest.mark.parametrize(
+    ("backend", "attack"), cases([a for a in CATALOGUE.values() if a.area == "forgery"])
+)
 def test_forgery_by_code_under_test_scores_zero(
     request: pytest.FixtureRequest, sandboxes: Sandboxes, backend: str, attack: Attack
 ) -> None:
