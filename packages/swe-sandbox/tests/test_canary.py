@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import json
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -211,3 +212,45 @@ def test_unittest_assert_equal_is_copied_too(tmp_path: Path) -> None:
     )
     forged = {k: TestOutcome(v) for k, v in _run(tmp_path, neutered, "a - b").items()}
     assert misstated_canaries(plan.canaries, forged)
+
+
+def _many_tests(count: int) -> str:
+    lines = ["from calc import add", ""]
+    for n in range(count):
+        lines += ["", f"def test_case_{n}():", f"    assert add({n}, 1) == {n + 1}", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def test_fail_to_pass_tests_are_copied_first_and_spacing_gives_nothing_away() -> None:
+    module = _many_tests(12)
+    graded = tuple(f"t/test_m.py::test_case_{n}" for n in range(12))
+    for seed in range(40):
+        plan = plan_canaries(
+            {"t/test_m.py": module.encode()}, graded, random.Random(seed),
+            fail_to_pass=("t/test_m.py::test_case_7",),
+        )  # fmt: skip
+        assert "t/test_m.py::test_case_7" in {c.source for c in plan.canaries}
+        text = plan.files["t/test_m.py"].decode()
+        # every top-level def is preceded by exactly the two blank lines the module uses
+        chunks = text.split("\ndef ")[1:]
+        assert all(chunk.rstrip("\n").count("\n\n\n") == 0 for chunk in chunks)
+        assert text.count("\n\n\ndef ") == text.count("\ndef ")
+        assert text.endswith("\n")
+        assert not text.endswith("\n\n")
+
+
+def test_the_right_value_has_no_telling_rank_among_its_copies() -> None:
+    ranks = [0, 0, 0]
+    for seed in range(300):
+        plan = plan_canaries(
+            {
+                "t/test_m.py": b"from calc import add\n\n\ndef test_a():\n    assert add(2, 3) == 5\n"
+            },
+            ("t/test_m.py::test_a",),
+            random.Random(seed),
+        )
+        text = plan.files["t/test_m.py"].decode()
+        values = sorted(int(v) for v in re.findall(r"add\(2, 3\) == (-?\d+)", text))
+        assert len(values) == 3
+        ranks[values.index(5)] += 1
+    assert all(60 <= r <= 140 for r in ranks), ranks  # about 100 each

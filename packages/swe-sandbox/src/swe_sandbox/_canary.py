@@ -82,8 +82,8 @@ class _Source:
         return _nodeid(self.module.path, self.scope, self.node.name)
 
 
-#: (1-based line before which the block goes, block text); per module path.
-_Inserts = dict[str, list[tuple[int, str]]]
+#: (0-based line index before which the block goes, rank at that index, its lines); per module.
+_Inserts = dict[str, list[tuple[int, int, list[str]]]]
 
 
 def plan_canaries(
@@ -91,25 +91,28 @@ def plan_canaries(
     graded: tuple[str, ...],
     rng: random.Random,
     *,
+    fail_to_pass: tuple[str, ...] = (),
     sources: int = 3,
     copies: int = 2,
 ) -> CanaryPlan:
     """Insert canaries into the graded test modules `files` (path -> source bytes).
 
-    For up to `sources` graded tests with a literal expected value, `copies` must-fail copies
-    each (different changed values on either side of the right one, so the right literal has
-    no telling rank among its copies); plus one synthetic must-fail and one synthetic
-    must-pass test in a module. `graded` are the graded node ids (parametrized tests are
-    never copied). Modules that are not UTF-8 Python get none; with none, the plan is empty.
+    For up to `sources` graded tests with a literal expected value — FAIL_TO_PASS tests first
+    (`fail_to_pass`: the ones a forger must flip), then others — `copies` must-fail copies
+    each, the right value at a uniformly random rank among its changed ones; plus one
+    synthetic must-fail and one synthetic must-pass test in a module. `graded` are the graded
+    node ids. Modules that are not UTF-8 Python get none; with none, the plan is empty.
     """
     modules = [m for path, data in sorted(files.items()) if (m := _parse(path, data))]
     if not modules:
         return CanaryPlan(files={}, canaries=())
-    graded_ids = set(graded)
-    found = [s for m in modules for s in _sources(m, graded_ids)]
+    found = [s for m in modules for s in _sources(m, set(graded))]
+    rng.shuffle(found)
+    failing = set(fail_to_pass)
+    found.sort(key=lambda s: not _covers(s, failing))  # stable: F2P sources first, shuffled
     inserts: _Inserts = {m.path: [] for m in modules}
     canaries = []
-    for source in rng.sample(found, min(sources, len(found))):
+    for source in found[:sources]:
         canaries += _copies(source, rng, inserts, copies)
     home = rng.choice(modules)
     canaries += [_synthetic(home, rng, inserts, must_pass=flag) for flag in (False, True)]
@@ -117,6 +120,10 @@ def plan_canaries(
         files={m.path: _apply(m.lines, inserts[m.path]).encode() for m in modules},
         canaries=tuple(canaries),
     )
+
+
+def _covers(source: _Source, ids: set[str]) -> bool:
+    return source.nodeid in ids or any(i.startswith(source.nodeid + "[") for i in ids)
 
 
 def _parse(path: str, data: bytes) -> _Module | None:
@@ -154,22 +161,30 @@ def _sources(module: _Module, graded: set[str]) -> list[_Source]:
     return found
 
 
-def _changed(value: object, written: str, rng: random.Random, taken: set[str]) -> str:
-    """The source of a different value written in the same style: an integer moved by 1-3 to
-    either side, a float by 0.5-2.5, a string or bytes with one character changed, inserted
-    or appended (prefix and quotes kept). Never one of `taken`."""
-    while True:
-        if isinstance(value, bool) or not isinstance(value, (int, float, str, bytes)):
-            raise TypeError(f"not a mutable literal: {value!r}")
-        if isinstance(value, int):
-            new = repr(value + rng.choice((-3, -2, -1, 1, 2, 3)))
-        elif isinstance(value, float):
-            new = repr(value + rng.choice((-2.5, -1.5, -0.5, 0.5, 1.5, 2.5)))
-        else:
-            new = _changed_text(written, rng)
-        if new not in taken:
-            taken.add(new)
-            return new
+_INT_STEPS = (1, 2, 3)
+_FLOAT_STEPS = (0.5, 1.5, 2.5)
+
+
+def _changed_values(value: object, written: str, rng: random.Random, count: int) -> list[str]:
+    """`count` distinct different values written in the same style, shuffled. Numbers move by
+    distinct steps to either side with the right value at a uniformly random rank among them
+    (the middle one is not the tell); strings and bytes get one character changed, inserted
+    or appended (prefix and quotes kept)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str, bytes)):
+        raise TypeError(f"not a mutable literal: {value!r}")
+    if isinstance(value, (int, float)):
+        steps = _INT_STEPS if isinstance(value, int) else _FLOAT_STEPS
+        below = rng.randint(0, count)  # how many changed values sit below the right one
+        new = [value - d for d in rng.sample(steps, below)]
+        new += [value + d for d in rng.sample(steps, count - below)]
+        rng.shuffle(new)
+        return [repr(v) for v in new]
+    made: list[str] = []
+    while len(made) < count:
+        text = _changed_text(written, rng)
+        if text != written and text not in made:
+            made.append(text)
+    return made
 
 
 def _changed_text(written: str, rng: random.Random) -> str:
@@ -206,29 +221,31 @@ def _first_line(node: ast.FunctionDef) -> int:
 
 def _copies(source: _Source, rng: random.Random, inserts: _Inserts, count: int) -> list[Canary]:
     """`count` renamed copies of `source`, each with its expected value(s) changed to
-    different ones (must fail, every case), each placed before a random test of its scope."""
+    different ones (must fail, every case), each placed in a random slot of its scope."""
     node, first = source.node, _first_line(source.node)
     assert node.end_lineno is not None
-    taken: dict[int, set[str]] = {}
+    values = []  # per literal: its `count` changed spellings
+    for literal in source.literals:
+        raw = source.module.lines[literal.lineno - 1].encode()  # col offsets count UTF-8 bytes
+        assert literal.end_col_offset is not None
+        written = raw[literal.col_offset : literal.end_col_offset].decode()
+        values.append(_changed_values(ast.literal_eval(literal), written, rng, count))
     made = []
-    for _ in range(count):
+    for copy in range(count):
         lines = source.module.lines[first - 1 : node.end_lineno]
         # right to left within a line: earlier column offsets stay valid
-        for index, literal in sorted(
-            enumerate(source.literals), key=lambda p: (p[1].lineno, -p[1].col_offset)
-        ):
+        order = sorted(range(len(source.literals)), key=lambda i: _position(source.literals[i]))
+        for index in reversed(order):
+            literal = source.literals[index]
             assert literal.end_col_offset is not None
             row = literal.lineno - first
-            raw = lines[row].encode()  # col offsets count UTF-8 bytes
-            written = raw[literal.col_offset : literal.end_col_offset].decode()
-            seen = taken.setdefault(index, {written})
-            new = _changed(ast.literal_eval(literal), written, rng, seen).encode()
+            raw = lines[row].encode()
+            new = values[index][copy].encode()
             lines[row] = (raw[: literal.col_offset] + new + raw[literal.end_col_offset :]).decode()
         name = _fresh_name(source.module, rng, avoid=node.name)
         head = node.lineno - first
         lines[head] = lines[head].replace(f"def {node.name}(", f"def {name}(", 1)
-        anchor = _first_line(rng.choice(source.siblings))
-        inserts[source.module.path].append((anchor, "\n".join(lines) + "\n\n"))
+        _place(source.module, source.siblings, lines, rng, inserts)
         nodeid = _nodeid(source.module.path, source.scope, name)
         made.append(
             Canary(nodeid=nodeid, must_pass=False, source=source.nodeid, cases=source.cases)
@@ -236,23 +253,59 @@ def _copies(source: _Source, rng: random.Random, inserts: _Inserts, count: int) 
     return made
 
 
+def _position(node: ast.expr) -> tuple[int, int]:
+    return node.lineno, node.col_offset
+
+
+def _place(
+    module: _Module,
+    siblings: tuple[ast.FunctionDef, ...],
+    block: list[str],
+    rng: random.Random,
+    inserts: _Inserts,
+) -> None:
+    """Put `block` in a random slot among `siblings` — before any of them or after the last —
+    with as many blank lines between it and its neighbours as the scope puts between its
+    tests, so neither its place nor its spacing marks it."""
+    if not siblings:  # a module with no test function of its own: at the very end
+        inserts[module.path].append((len(module.lines), 1, ["", "", *block]))
+        return
+    gaps = [_blank_lines_above(module.lines, _first_line(s) - 1) for s in siblings]
+    gap = max(set(gaps[1:]), key=gaps[1:].count) if len(gaps) > 1 else gaps[0]
+    slot = rng.randint(0, len(siblings))
+    if slot < len(siblings):
+        at = _first_line(siblings[slot]) - 1  # 0-based index of its first line
+        inserts[module.path].append((at, 0, [*block, *[""] * gap]))
+    else:
+        last = siblings[-1]
+        assert last.end_lineno is not None
+        inserts[module.path].append((last.end_lineno, 0, [*[""] * gap, *block]))
+
+
+def _blank_lines_above(lines: list[str], at: int) -> int:
+    count = 0
+    while at - count - 1 >= 0 and not lines[at - count - 1].strip():
+        count += 1
+    return count
+
+
 def _synthetic(
     module: _Module, rng: random.Random, inserts: _Inserts, *, must_pass: bool
 ) -> Canary:
     """A module-level arithmetic test (for modules with nothing to copy)."""
-    tests = _tests_in(module.tree.body)
     name = _fresh_name(module, rng)
     a, b = rng.randint(2, 999), rng.randint(2, 999)
-    block = f"def {name}():\n    assert {a} + {b} == {a + b + (0 if must_pass else 1)}\n\n\n"
-    anchor = _first_line(rng.choice(tests)) if tests else len(module.lines) + 1
-    inserts[module.path].append((anchor, block if tests else "\n\n" + block))
+    block = [f"def {name}():", f"    assert {a} + {b} == {a + b + (0 if must_pass else 1)}"]
+    _place(module, _tests_in(module.tree.body), block, rng, inserts)
     return Canary(nodeid=_nodeid(module.path, (), name), must_pass=must_pass)
 
 
-def _apply(lines: list[str], inserts: list[tuple[int, str]]) -> str:
+def _apply(lines: list[str], inserts: list[tuple[int, int, list[str]]]) -> str:
+    """`lines` with each block inserted before its 0-based index, bottom up; at one index a
+    block of a later rank (the module's end) goes after those of rank 0 (a class's end)."""
     out = list(lines)
-    for anchor, block in sorted(inserts, key=lambda item: item[0], reverse=True):
-        out.insert(anchor - 1, block.rstrip("\n") + "\n")
+    for at, _rank, block in sorted(inserts, key=lambda item: item[:2], reverse=True):
+        out[at:at] = block
     return "\n".join(out) + "\n"
 
 

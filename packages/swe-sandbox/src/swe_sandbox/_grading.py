@@ -274,7 +274,7 @@ def canary_plan(
     texts = {p: prepared.restore_files.get(p, base.get(p)) for p in graded_modules(task)}
     files = {p: data for p, data in texts.items() if data is not None}
     rng = random.Random(secrets.randbits(64))  # fresh names and choices every grade
-    return plan_canaries(files, task.graded_tests, rng)
+    return plan_canaries(files, task.graded_tests, rng, fail_to_pass=task.fail_to_pass)
 
 
 def _seal(fresh: Sandbox) -> None:
