@@ -31,6 +31,7 @@ from redteam import (
     forgery,
 )
 from redteam.attack import (
+    NONLITERAL_TEST_ADD,
     PARAMETRIZED_TEST_ADD,
     SHELL_COMMAND,
     UNITTEST_TEST_ADD,
@@ -143,6 +144,12 @@ def unittest_task(tmp_path_factory: pytest.TempPathFactory) -> TaskSpec:
 def parametrized_task(tmp_path_factory: pytest.TempPathFactory) -> TaskSpec:
     ids = ("tests/test_add.py::test_add[2-3-5]", "tests/test_add.py::test_add[-2--3--5]")
     return toy_variant(tmp_path_factory.mktemp("parametrized"), PARAMETRIZED_TEST_ADD, ids)
+
+
+@pytest.fixture(scope="module")
+def nonliteral_task(tmp_path_factory: pytest.TempPathFactory) -> TaskSpec:
+    ids = ("tests/test_add.py::test_add_positive", "tests/test_add.py::test_add_negative")
+    return toy_variant(tmp_path_factory.mktemp("nonliteral"), NONLITERAL_TEST_ADD, ids)
 
 
 def check_attack(
