@@ -69,11 +69,15 @@ def test_two_nccl_refreshes_mid_turn_sample_later_tokens_from_the_broadcast_weig
         try:
             for version in (1, 2):
                 request = GenerateRequest(
-                    rollout_index=0, prompt_ids=tuple(prompt), max_new_tokens=150, seed=version
+                    rollout_index=0, prompt_ids=tuple(prompt), max_new_tokens=300, seed=version
                 )
+                before = (await engine.metrics())["arctic_engine_generated_tokens_total"]
                 turn = asyncio.ensure_future(engine.generate(request))
-                await asyncio.sleep(0.3)  # some tokens under the old weights
-                assert not turn.done(), "the turn ended before the refresh"
+                # some tokens under the old weights (counted, not timed: a quiet machine makes
+                # 150 tokens in well under a fixed sleep)
+                while (await engine.metrics())["arctic_engine_generated_tokens_total"] < before + 5:
+                    assert not turn.done(), "the turn ended before the refresh"
+                    await asyncio.sleep(0.005)
                 await engine.refresh("unused-by-nccl", version)
                 results.append(await turn)
                 labels.append(await engine.weight_version())
