@@ -108,7 +108,10 @@ def _compared_column(node: ast.FunctionDef, names: list[str]) -> int | None:
     for statement in node.body:
         pair = compared(statement)
         for expected, _other in (pair, pair[::-1]) if pair else ():
-            if isinstance(expected, ast.Name) and expected.id in names:
-                if used.count(expected.id) == 1:
-                    return names.index(expected.id)
+            if (
+                isinstance(expected, ast.Name)
+                and expected.id in names
+                and used.count(expected.id) == 1
+            ):
+                return names.index(expected.id)
     return None
