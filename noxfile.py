@@ -71,8 +71,16 @@ def _sync(session: nox.Session, *args: str) -> None:
 _NO_VLLM = ("--no-extra", "vllm")
 
 
+def _extras(package: str) -> dict[str, list[str]]:
+    project = tomllib.loads((MEMBERS[package] / "pyproject.toml").read_text())["project"]
+    found: dict[str, list[str]] = project.get("optional-dependencies", {})
+    return found
+
+
 def _sync_alone(session: nox.Session, package: str) -> None:
-    _sync(session, f"--package={package}", "--all-extras", *_NO_VLLM)
+    # uv refuses `--no-extra NAME` for a member that does not define NAME: only arctic-swe has it.
+    excluded = _NO_VLLM if "vllm" in _extras(package) else ()
+    _sync(session, f"--package={package}", "--all-extras", *excluded)
 
 
 def _sync_workspace(session: nox.Session) -> None:
