@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -69,3 +70,39 @@ def test_the_audit_hook_refuses_writing_through_fd_paths(tmp_path: Path) -> None
     code, report = boot(tmp_path, FD_WRITE)
     assert report.outcomes == {"t/test_x.py::test_fd_paths_are_not_writable": TestOutcome.PASSED}
     assert code == 0
+
+
+def test_the_grader_sources_are_python_3_6_syntax() -> None:
+    """Environment images of older tasks run Python 3.6 / 3.7: the boot script and the report
+    plugin run in that interpreter (no walrus, no ``sys.addaudithook`` or ``importlib.metadata``
+    without a fallback)."""
+    for source in (BOOT_SOURCE, PLUGIN_SOURCE):
+        ast.parse(source, feature_version=(3, 6))
+    assert 'hasattr(sys, "addaudithook")' in BOOT_SOURCE
+    assert "import pkg_resources" in BOOT_SOURCE
+
+
+def test_without_audit_hooks_the_run_still_reports(tmp_path: Path) -> None:
+    """What a Python 3.6 / 3.7 environment does: the boot script runs without the hook."""
+    grader = tmp_path / "grader"
+    grader.mkdir()
+    (grader / "boot.py").write_text(BOOT_SOURCE)
+    (grader / "report.py").write_text(PLUGIN_SOURCE)
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "test_x.py").write_text("def test_ok():\n    pass\n")
+    runner = (
+        "import sys; del sys.addaudithook; boot = sys.argv[1]; sys.argv = sys.argv[1:]; "
+        "exec(compile(open(boot).read(), boot, 'exec'), {'__file__': boot, '__name__': '__main__'})"
+    )
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", runner, str(grader / "boot.py"), "_swe_grader_t",
+         str(tmp_path), "-p", "no:cacheprovider", "-p", "no:randomly", "t/test_x.py"],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )  # fmt: skip
+    report = parse_report(done.stdout.splitlines())
+    assert (done.returncode, report.exit_status) == (0, 0)
+    assert report.outcomes == {"t/test_x.py::test_ok": TestOutcome.PASSED}

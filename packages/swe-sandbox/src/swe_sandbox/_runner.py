@@ -65,10 +65,11 @@ _SEPARATORS = frozenset({"&&", ";"})
 _CD_HOME = (["cd", "/work"], ["cd", "."], ["cd", "/work/"])
 
 BOOT_SOURCE = r'''
-"""swe-sandbox graded-run boot script (started as python3 -I)."""
+"""swe-sandbox graded-run boot script (started as python3 -I; Python 3.6 and later)."""
 import fcntl, os, sys
 # The inherited report pipe moves to a random private close-on-exec descriptor.
-channel = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 200 + int.from_bytes(os.urandom(2), "big") % 700)
+channel = fcntl.fcntl(1, fcntl.F_DUPFD, 200 + int.from_bytes(os.urandom(2), "big") % 700)
+os.set_inheritable(channel, False)
 null = os.open(os.devnull, os.O_RDWR)
 for fd in (0, 1, 2):
     os.dup2(null, fd)
@@ -78,24 +79,39 @@ workdir = sys.argv[2]  # the tree: /work
 outside = (workdir, "/grader")
 sys.path[:] = [p for p in sys.path if p and not any(p == d or p.startswith(d + "/") for d in outside)]
 import importlib.util, re
-from importlib import metadata
 import pytest  # before the tree is on sys.path: a pytest/ package there cannot shadow it
 spec = importlib.util.spec_from_file_location(sys.argv[1], os.path.join(here, "report.py"))
 plugin = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(plugin)
 plugin.open_channel(channel)
-# The environment's installed plugins (auto-loading is off: only site-packages entry points).
 argv = sys.argv[3:]
 blocked = {a[3:] for a in argv if a.startswith("no:")} | {a[5:] for a in argv if a.startswith("-pno:")}
 site_dirs = [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
-entry_points = [
-    ep
-    for dist in metadata.distributions(path=site_dirs)
-    for ep in dist.entry_points
-    if ep.group == "pytest11" and ep.name not in blocked
-]
-installed = [ep.load() for ep in entry_points]
-if any(ep.name == "xdist" for ep in entry_points):
+
+
+def installed_entry_points():
+    """(name, loader) of the environment's pytest11 plugins, site-packages only (auto-loading
+    is off, so nothing in the tree registers one)."""
+    try:
+        from importlib import metadata  # Python 3.8+
+    except ImportError:
+        try:
+            import pkg_resources  # its working set is read now: the tree is not on sys.path
+        except ImportError:
+            return []
+        found = pkg_resources.iter_entry_points("pytest11")
+        return [(ep.name, ep.load) for ep in found if ep.dist.location in site_dirs]
+    return [
+        (ep.name, ep.load)
+        for dist in metadata.distributions(path=site_dirs)
+        for ep in dist.entry_points
+        if ep.group == "pytest11"
+    ]
+
+
+entry_points = [(name, load) for name, load in installed_entry_points() if name not in blocked]
+installed = [load() for _, load in entry_points]
+if any(name == "xdist" for name, _ in entry_points):
     argv += ["-n", "0"]  # workers would not load the report plugin object: run in this process
 _FDPATH = re.compile(r"^/(proc/[^/]+/(fd|task/[^/]+/fd)/|dev/fd/|proc/[^/]+/mem$)")
 _WRITES = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT
@@ -109,16 +125,17 @@ def _guard(event, args):
         raise PermissionError("swe-sandbox: the report channel is not for the code under test")
     writing = (mode is not None and any(c in mode for c in "wax+")) or bool((flags or 0) & _WRITES)
     if writing and isinstance(path, str) and _FDPATH.match(os.path.normpath(path)):
-        raise PermissionError(f"swe-sandbox: {path} is not writable during grading")
+        raise PermissionError("swe-sandbox: %s is not writable during grading" % path)
 
 
-sys.addaudithook(_guard)
+if hasattr(sys, "addaudithook"):  # Python 3.8+; older environments run without the hook
+    sys.addaudithook(_guard)
 at = next(
     (i for i, p in enumerate(sys.path) if p.endswith(("site-packages", "dist-packages"))),
     len(sys.path),
 )
 sys.path.insert(at, workdir)  # after the standard library: the tree cannot shadow it
-sys.exit(int(pytest.main(argv, plugins=[plugin, *installed])))
+sys.exit(int(pytest.main(argv, plugins=[plugin] + installed)))
 '''
 
 
