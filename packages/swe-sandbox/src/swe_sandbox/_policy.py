@@ -24,7 +24,8 @@ rule                      paths
 ``symlink-out``           a symlink in the package whose target is absolute or leaves it
 ========================  ============================================================
 
-`TaskSpec.allowed_config_paths` (globs) exempts paths from the last six role rules for tasks
+`TaskSpec.allowed_config_paths` (globs) exempts paths from the five role rules from
+``test-config`` to ``outside-package`` for tasks
 whose fix legitimately edits them (a conftest fixture, a configuration file).
 
 The detector (`suspicious_references`) flags added lines that name test-framework internals or
