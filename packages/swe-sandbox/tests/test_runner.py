@@ -11,7 +11,6 @@ from swe_sandbox._runner import (
     BOOT_SOURCE,
     graded_invocation,
     isolated_argv,
-    parse_pytest_command,
 )
 
 
@@ -36,8 +35,7 @@ def task(command: str, *tests: str) -> TaskSpec:
 def test_pytest_commands_are_recognised(
     command: str, python: str, options: tuple[str, ...], paths: tuple[str, ...], env: dict[str, str]
 ) -> None:
-    found = parse_pytest_command(command)
-    assert found is not None
+    found = graded_invocation(command)
     assert (found.python, found.options, found.paths, found.env) == (python, options, paths, env)
 
 
@@ -57,8 +55,6 @@ def test_pytest_commands_are_recognised(
     ],
 )
 def test_other_shapes_are_refused(command: str) -> None:
-    if " && " not in command and ";" not in command:
-        assert parse_pytest_command(command) is None
     with pytest.raises(UnsupportedTestCommandError):
         graded_invocation(command)
 

@@ -149,16 +149,8 @@ class PytestInvocation:
     paths: tuple[str, ...]
 
 
-def parse_pytest_command(command: str) -> PytestInvocation | None:
-    """``[VAR=v ...] python3 -m pytest ARGS`` / ``pytest ARGS``, or ``None`` for other shapes."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return None
-    return _parse_words(words)
-
-
 def _parse_words(words: list[str]) -> PytestInvocation | None:
+    """``[VAR=v ...] python3 -m pytest ARGS`` / ``pytest ARGS`` as words, or ``None``."""
     words = list(words)
     env: dict[str, str] = {}
     while words and "=" in words[0] and words[0].split("=", 1)[0].isidentifier():
