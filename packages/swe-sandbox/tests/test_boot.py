@@ -11,8 +11,16 @@ from swe_sandbox._grader import PLUGIN_SOURCE, ParsedReport, parse_report
 from swe_sandbox._results import TestOutcome
 from swe_sandbox._runner import BOOT_SOURCE
 
+#: Runs the boot script the way a Python 3.6 / 3.7 interpreter would: without audit hooks.
+NO_HOOKS = (
+    "import sys; del sys.addaudithook; boot = sys.argv[1]; sys.argv = sys.argv[1:]; "
+    "exec(compile(open(boot).read(), boot, 'exec'), {'__file__': boot, '__name__': '__main__'})"
+)
 
-def boot(tmp_path: Path, test_source: str, *options: str) -> tuple[int, ParsedReport]:
+
+def boot(
+    tmp_path: Path, test_source: str, *options: str, audit_hooks: bool = True
+) -> tuple[int, ParsedReport]:
     """Run the boot script as the grader does (``python -I``, autoload off) on one test file;
     its stdout is the report channel."""
     grader = tmp_path / "grader"
@@ -21,8 +29,9 @@ def boot(tmp_path: Path, test_source: str, *options: str) -> tuple[int, ParsedRe
     (grader / "report.py").write_text(PLUGIN_SOURCE)
     (tmp_path / "t").mkdir(exist_ok=True)
     (tmp_path / "t" / "test_x.py").write_text(test_source)
+    start = [sys.executable, "-I"] if audit_hooks else [sys.executable, "-I", "-c", NO_HOOKS]
     done = subprocess.run(
-        [sys.executable, "-I", str(grader / "boot.py"), "_swe_grader_t", str(tmp_path), "-p", "no:cacheprovider",
+        [*start, str(grader / "boot.py"), "_swe_grader_t", str(tmp_path), "-p", "no:cacheprovider",
          "-p", "no:randomly", *options, "t/test_x.py"],
         cwd=tmp_path,
         env={"PATH": "/usr/bin:/bin", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "HOME": str(tmp_path)},
@@ -83,26 +92,10 @@ def test_the_grader_sources_are_python_3_6_syntax() -> None:
 
 
 def test_without_audit_hooks_the_run_still_reports(tmp_path: Path) -> None:
-    """What a Python 3.6 / 3.7 environment does: the boot script runs without the hook."""
-    grader = tmp_path / "grader"
-    grader.mkdir()
-    (grader / "boot.py").write_text(BOOT_SOURCE)
-    (grader / "report.py").write_text(PLUGIN_SOURCE)
-    (tmp_path / "t").mkdir()
-    (tmp_path / "t" / "test_x.py").write_text("def test_ok():\n    pass\n")
-    runner = (
-        "import sys; del sys.addaudithook; boot = sys.argv[1]; sys.argv = sys.argv[1:]; "
-        "exec(compile(open(boot).read(), boot, 'exec'), {'__file__': boot, '__name__': '__main__'})"
-    )
-    done = subprocess.run(
-        [sys.executable, "-I", "-c", runner, str(grader / "boot.py"), "_swe_grader_t",
-         str(tmp_path), "-p", "no:cacheprovider", "-p", "no:randomly", "t/test_x.py"],
-        cwd=tmp_path,
-        env={"PATH": "/usr/bin:/bin", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "HOME": str(tmp_path)},
-        capture_output=True,
-        text=True,
-        check=False,
-    )  # fmt: skip
-    report = parse_report(done.stdout.splitlines())
-    assert (done.returncode, report.exit_status) == (0, 0)
+    """What a Python 3.6 / 3.7 environment does: the boot script runs without the hook (and the
+    fd-path writes it would refuse go through)."""
+    code, report = boot(tmp_path, "def test_ok():\n    pass\n", audit_hooks=False)
+    assert (code, report.exit_status) == (0, 0)
     assert report.outcomes == {"t/test_x.py::test_ok": TestOutcome.PASSED}
+    code, report = boot(tmp_path, FD_WRITE, audit_hooks=False)
+    assert report.outcomes == {"t/test_x.py::test_fd_paths_are_not_writable": TestOutcome.FAILED}
