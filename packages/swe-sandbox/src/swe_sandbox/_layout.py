@@ -99,15 +99,13 @@ class RepoLayout:
         """Derive the roles from the base file list and the task's graded paths."""
         graded_set = frozenset(graded)
         all_files = frozenset(files) | graded_set
-        dirs = {d for f in all_files for d in ancestors(f)}
-        roots = {""} | (
-            {"src"} if any(f.startswith("src/") and f.endswith(".py") for f in all_files) else set()
-        )
+        python = [f for f in all_files if f.endswith(".py")]
+        roots = {""} | ({"src"} if any(f.startswith("src/") for f in python) else set())
         packages = {
-            f"{root}/{name}".lstrip("/")
-            for root in roots
-            for name in _children(dirs, root)
-            if _is_package_root(f"{root}/{name}".lstrip("/"), name, all_files)
+            root
+            for f in python
+            for root in _top_dirs(f, roots)
+            if _is_package_root(root.rsplit("/", 1)[-1])
         }
         modules = {
             f
@@ -177,17 +175,18 @@ class RepoLayout:
         return self.rule_for(path)
 
 
-def _children(dirs: set[str], root: str) -> list[str]:
-    prefix = f"{root}/" if root else ""
-    return sorted(
-        d[len(prefix) :] for d in dirs if d.startswith(prefix) and d and "/" not in d[len(prefix) :]
-    )
+def _top_dirs(path: str, roots: set[str]) -> list[str]:
+    """The directories directly under an import root that hold `path` (one or, under
+    ``src/``, two: ``src/pkg`` and ``src`` itself, which `_is_package_root` refuses)."""
+    parts = path.split("/")
+    found = [parts[0]] if len(parts) > 1 else []
+    if "src" in roots and parts[0] == "src" and len(parts) > 2:
+        found.append(f"src/{parts[1]}")
+    return found
 
 
-def _is_package_root(path: str, name: str, files: frozenset[str]) -> bool:
-    if not name.isidentifier() or name in TEST_DIR_NAMES | NON_PACKAGE_DIRS or name == "src":
-        return False
-    return any(f.startswith(path + "/") and f.endswith(".py") for f in files)
+def _is_package_root(name: str) -> bool:
+    return name.isidentifier() and name not in TEST_DIR_NAMES | NON_PACKAGE_DIRS | {"src"}
 
 
 def _basedir(path: str, files: frozenset[str]) -> str:
