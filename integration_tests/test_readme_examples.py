@@ -1,4 +1,5 @@
-"""Every ```python and ```bash block of every README runs as written, or says why it does not.
+"""Every ```python and ```bash block of every README (and of an app's docs/ and results/ pages) runs
+as written, or says why it does not.
 
 A block may be marked by an HTML comment on the line right before its fence:
 
@@ -31,6 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 READMES = sorted(
     [ROOT / "README.md", *ROOT.glob("packages/*/README.md"), *ROOT.glob("apps/*/README.md")]
 )
+#: The application's reference pages and measurement record: their blocks are held to the same rules.
+PAGES = sorted([*ROOT.glob("apps/*/docs/*.md"), *ROOT.glob("apps/*/results/*.md")])
 MARKERS = ("illustration", "slow", "test-command")
 FENCE = re.compile(r"^```(python|bash)\n(.*?)^```", re.DOTALL | re.MULTILINE)
 #: ``uv run`` options that take a value (the others used in READMEs are flags).
@@ -54,7 +57,9 @@ class Block(NamedTuple):
 
     @property
     def id(self) -> str:
-        return f"{self.readme.parent.name if self.readme.parent != ROOT else 'root'}:{self.line}"
+        folder = self.readme.parent.name if self.readme.parent != ROOT else "root"
+        page = "" if self.readme.name == "README.md" else f"/{self.readme.stem}"
+        return f"{folder}{page}:{self.line}"
 
 
 def _marker(before: str) -> str | None:
@@ -83,7 +88,7 @@ def readme_blocks(path: Path) -> list[Block]:
     ]
 
 
-BLOCKS = [block for readme in READMES for block in readme_blocks(readme)]
+BLOCKS = [block for readme in [*READMES, *PAGES] for block in readme_blocks(readme)]
 
 
 def _select(marker: str | None) -> list[pytest.param]:  # type: ignore[valid-type]
