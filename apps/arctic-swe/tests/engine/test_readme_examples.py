@@ -1,4 +1,5 @@
-"""The README's "Policy model" and "Torch engine" examples run as written."""
+"""The "Policy model" and "Torch engine" examples of docs/engine.md (the app README's reference
+page for both) run as written."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "engine.md"
 
 
 def _section_examples(title: str) -> list[str]:
