@@ -1,6 +1,6 @@
-"""The supervisor on real child processes: ready lines and ``/health``, logs, a child that dies
-early, and a stop that leaves no process behind — not even one in a session of its own (as
-torchrun starts its ranks)."""
+"""The cluster's supervisor on real child processes: ready lines and ``/health``, logs under
+``RUN/logs/``, the marker, and a stop that leaves no process behind — not even one in a session
+of its own (as torchrun starts its ranks). The shared supervisor's own tests: tests/test_process.py."""
 
 from __future__ import annotations
 
@@ -9,11 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
+from arctic_swe._process import READY_LINE, READY_NONE
 from arctic_swe.cluster import MARKER, ProcessSpec, marked_pids
-from arctic_swe.cluster._plan import READY_LINE, READY_NONE
-from arctic_swe.cluster._supervise import ChildFailedError, Supervisor
+from arctic_swe.cluster._supervise import ClusterSupervisor
 
 #: A child serving GET /health on a free port, printing the ready line, then a log line.
 SERVER = r"""
@@ -42,7 +40,7 @@ def _spec(name: str, code: str, ready: str = READY_NONE, role: str = "engine") -
 
 def test_ready_line_health_and_log_then_everything_stops(tmp_path: Path) -> None:
     async def scenario() -> tuple[str, list[int]]:
-        async with Supervisor(tmp_path) as supervisor:
+        async with ClusterSupervisor(tmp_path) as supervisor:
             child = await supervisor.spawn(_spec("engine-0", SERVER, READY_LINE))
             url = await supervisor.wait_ready(child, timeout=60)
             assert marked_pids(supervisor.token) == [child.process.pid]
@@ -58,7 +56,7 @@ def test_ready_line_health_and_log_then_everything_stops(tmp_path: Path) -> None
 
 def test_a_grandchild_in_its_own_session_is_swept(tmp_path: Path) -> None:
     async def scenario() -> tuple[int, list[int]]:
-        supervisor = Supervisor(tmp_path, grace=2.0)
+        supervisor = ClusterSupervisor(tmp_path, grace=2.0)
         async with supervisor:
             child = await supervisor.spawn(_spec("trainer", FORKER, role="trainer"))
             deadline = time.monotonic() + 60
@@ -73,34 +71,48 @@ def test_a_grandchild_in_its_own_session_is_swept(tmp_path: Path) -> None:
     assert left == []
 
 
-def test_a_child_that_exits_before_ready_names_itself_and_its_log(tmp_path: Path) -> None:
-    code = "import sys; print('no checkpoint here', file=sys.stderr); sys.exit(3)"
-
-    async def scenario() -> str:
-        async with Supervisor(tmp_path) as supervisor:
-            child = await supervisor.spawn(_spec("engine-1", code, READY_LINE))
-            with pytest.raises(ChildFailedError) as caught:
-                await supervisor.wait_ready(child, timeout=60)
-            assert caught.value.child is child
-            return str(caught.value)
-
-    message = asyncio.run(scenario())
-    assert message.startswith("engine-1 exited with code 3")
-    assert str(tmp_path / "logs" / "engine-1.log") in message
-    assert "no checkpoint here" in message
+#: A child that appends its name to a file on SIGTERM, then exits (or, ``stay``, keeps running).
+ON_TERM = r"""
+import signal, sys, time
+def note(*_):
+    with open(sys.argv[1], "a") as out:
+        out.write(sys.argv[2] + "\n")
+    if sys.argv[3] != "stay":
+        sys.exit(0)
+signal.signal(signal.SIGTERM, note)
+print("waiting", flush=True)
+while True:
+    time.sleep(0.1)
+"""
 
 
-def test_first_exit_is_the_child_that_died(tmp_path: Path) -> None:
-    async def scenario() -> str:
-        async with Supervisor(tmp_path, grace=2.0) as supervisor:
-            await supervisor.spawn(_spec("long", "import time; time.sleep(600)"))
-            await supervisor.spawn(_spec("short", "import time; time.sleep(0.5)"))
-            ended = await asyncio.wait_for(supervisor.first_exit(supervisor.children), 60)
-            return ended.name
+def test_the_loop_stops_first_and_a_child_ignoring_sigterm_is_killed(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
 
-    assert asyncio.run(scenario()) == "short"
+    def spec(name: str, role: str, then: str) -> ProcessSpec:
+        argv = (sys.executable, "-c", ON_TERM, str(notes), name, then)
+        return ProcessSpec(name, role, argv)
+
+    async def scenario() -> tuple[list[int | None], list[int]]:
+        supervisor = ClusterSupervisor(tmp_path, grace=1.0)
+        async with supervisor:
+            children = [
+                await supervisor.spawn(spec("engine-0", "engine", "stay")),
+                await supervisor.spawn(spec("loop", "loop", "exit")),
+            ]
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and any(
+                "waiting" not in c.log.read_text() for c in children
+            ):
+                await asyncio.sleep(0.05)
+        return [c.process.returncode for c in children], marked_pids(supervisor.token)
+
+    codes, left = asyncio.run(scenario())
+    assert notes.read_text().splitlines() == ["loop", "engine-0"]  # the loop checkpoints first
+    assert codes == [-9, 0]  # the engine ignored SIGTERM: SIGKILL after the grace period
+    assert left == []
 
 
 def test_the_marker_is_the_run_directory(tmp_path: Path) -> None:
     assert MARKER == "ARCTIC_SWE_CLUSTER"
-    assert Supervisor(tmp_path).token == str(tmp_path.resolve())
+    assert ClusterSupervisor(tmp_path).token == str(tmp_path.resolve())

@@ -221,3 +221,24 @@ def test_unknown_keys_are_refused_in_every_section(section: str, key: str) -> No
     with pytest.raises(RunConfigError) as caught:
         cluster_from_mapping(_minimal(**{section: {key: 1}}))
     assert caught.value.key == f"{section}.{key}"
+
+
+@pytest.mark.parametrize(
+    ("body", "key", "detail"),
+    [
+        ("[engines]\nnope = 1\n", "engines.nope", "unknown key; expected one of ["),
+        ("[engines]\ncount = 2\ndevices = [0, true]\n", "engines.devices", "list of integers"),
+        ("[trainer]\nranks = 2\nlr = -1.0\n", "trainer.lr", "must be > 0"),  # the loop's check
+        ("[run]\nupdates = 1.5\n", "run.updates", "must be int"),
+    ],
+)
+def test_errors_in_a_topology_file_name_the_file_and_the_key(
+    tmp_path: Path, body: str, key: str, detail: str
+) -> None:
+    path = tmp_path / "topology.toml"
+    path.write_text(body)
+    with pytest.raises(ClusterConfigError) as caught:  # the loop's sections too: one type
+        load_cluster(path)
+    assert (caught.value.key, caught.value.source) == (key, str(path))
+    assert str(caught.value).startswith(f"{path}: {key}: ")
+    assert detail in caught.value.detail

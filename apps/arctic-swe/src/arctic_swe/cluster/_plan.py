@@ -10,46 +10,23 @@ for the loop; :func:`resolve_argv`): ``--dry-run`` prints exactly what ``up`` st
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 
 import attrs
 
+from arctic_swe._process import READY_HEALTH, READY_LINE, READY_NONE, ProcessSpec
 from arctic_swe.cluster._envs import resolve_argv
 from arctic_swe.cluster._topology import ClusterConfig
-from arctic_swe.serve._vllm import VllmServeSpec, vllm_command
+from arctic_swe.serve import ServeArgs, VllmServeSpec, vllm_command
 
 __all__ = ["ClusterPlan", "ProcessSpec", "plan_cluster", "resolve_argv"]
 
-#: How a child says it is ready: a JSON ready line on stdout, an answering ``/health``, or
-#: nothing (the loop: it runs to completion).
-READY_LINE, READY_HEALTH, READY_NONE = "line", "health", "none"
 #: Files the launcher writes under ``RUN/cluster/``.
 TRAINER_CONFIG, LOOP_CONFIG = "trainer.toml", "loop.toml"
 
 
 #: The model name every engine serves (``--served-model-name``; what ``HttpEngine`` sends).
 SERVED_MODEL_NAME = "arctic-swe"
-
-
-@attrs.frozen
-class ProcessSpec:
-    """One child process: ``name`` (its log is ``RUN/logs/<name>.log``), its ``role``
-    (engine | trainer | loop), argv (resolved to the role's environment), extra environment,
-    how it signals readiness, and the role's interpreter (``""``: the launcher's)."""
-
-    name: str
-    role: str
-    argv: tuple[str, ...]
-    env: tuple[tuple[str, str], ...] = ()
-    ready: str = READY_NONE
-    url: str = ""  # known in advance (fixed port), else read from the ready line
-    python: str = ""
-
-    def shell_line(self) -> str:
-        """The command as one copy-pasteable shell line, environment first."""
-        env = [f"{key}={shlex.quote(value)}" for key, value in self.env]
-        return " ".join([*env, shlex.join(self.argv)])
 
 
 @attrs.frozen
@@ -91,14 +68,17 @@ def _engines(config: ClusterConfig, model_dir: str) -> tuple[ProcessSpec, ...]:
 def _torch_engine(config: ClusterConfig, model_dir: str, index: int) -> ProcessSpec:
     e = config.engines
     port = e.port + index if e.port else 0
-    argv: tuple[str, ...] = (
-        "arctic-swe", "serve", "--model", model_dir, "--host", e.host, "--port", str(port),
-        "--capacity", str(e.capacity), "--threads", str(e.threads),
-        "--engine-id", f"engine-{index}", "--served-model-name", SERVED_MODEL_NAME,
-    )  # fmt: skip
-    if e.max_model_len:
-        argv += ("--max-model-len", str(e.max_model_len))
-    argv = tuple(resolve_argv(argv, e.python))
+    serve = ServeArgs(
+        model_dir,
+        e.capacity,
+        e.threads,
+        f"engine-{index}",
+        host=e.host,
+        port=port,
+        served_model_name=SERVED_MODEL_NAME,
+        max_model_len=e.max_model_len or None,
+    )
+    argv = tuple(resolve_argv(("arctic-swe", *serve.argv()), e.python))
     return ProcessSpec(f"engine-{index}", "engine", argv, (), READY_LINE, python=e.python)
 
 

@@ -28,8 +28,6 @@ preflight check, so that ``--dry-run`` of a preset prints its lines on any machi
 from __future__ import annotations
 
 import os
-import tomllib
-import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -38,14 +36,20 @@ import attrs
 
 from arctic_swe._backends import SANDBOX_BACKENDS
 from arctic_swe.config import (
+    SECTIONS,
     RunConfig,
     RunConfigError,
+    check_sections,
+    config_errors,
     from_mapping,
+    read_toml,
+    require,
     sections_to_toml,
+    split_known,
     to_mapping,
+    update_record,
     validate,
 )
-from arctic_swe.config._schema import SECTIONS
 
 ENGINE_BACKENDS = ("torch", "vllm")
 
@@ -149,71 +153,50 @@ _OWNED = {
 
 
 def load_cluster(path: str | Path) -> ClusterConfig:
-    """Read and validate a topology file; :class:`ClusterConfigError` names the bad key."""
-    source = Path(path)
-    try:
-        data = tomllib.loads(source.read_text())
-    except OSError as exc:
-        raise ClusterConfigError("config", f"cannot read {source}: {exc.strerror}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ClusterConfigError("config", f"{source} is not valid TOML: {exc}") from exc
-    return cluster_from_mapping(data)
+    """Read and validate a topology file; :class:`ClusterConfigError` names the file and the
+    bad key."""
+    with config_errors(ClusterConfigError, source=path):
+        data = read_toml(path)
+        return cluster_from_mapping(data)
 
 
 def cluster_from_mapping(data: Mapping[str, Any]) -> ClusterConfig:
     """Split ``data`` into topology records and the loop's config; validate both."""
-    known = set(_RECORDS) | set(SECTIONS)
-    for section, values in data.items():
-        if section not in known:
-            raise ClusterConfigError(
-                str(section), f"unknown section; expected one of {sorted(known)}"
-            )
-        if not isinstance(values, Mapping):
-            raise ClusterConfigError(section, f"must be a table, got {type(values).__name__}")
+    with config_errors(ClusterConfigError):
+        return _from_mapping(data)
+
+
+def _from_mapping(data: Mapping[str, Any]) -> ClusterConfig:
+    check_sections(data, sorted(set(_RECORDS) | set(SECTIONS)))
     loop_data: dict[str, dict[str, Any]] = {
         name: dict(data.get(name, {})) for name in SECTIONS if name in data
     }
     records: dict[str, Any] = {}
     for name, record in _RECORDS.items():
         loop_data.pop(name, None)
-        own, rest = _split(name, record, dict(data.get(name, {})))
-        records[name] = _build(name, record, own)
+        own, rest = split_known(record, data.get(name, {}))
+        if name not in SECTIONS:  # only a loop section may carry other keys
+            own, rest = {**own, **rest}, {}
+        records[name] = update_record(name, record(), own)
         if "python" in own:
             python = interpreter_path(f"{name}.python", records[name].python)
             records[name] = attrs.evolve(records[name], python=python)
         if rest:
             loop_data[name] = rest
     deck_dir = loop_data.get("deck", {}).pop("dir", "runs/deck")
-    if not isinstance(deck_dir, str) or not deck_dir:
-        raise ClusterConfigError("deck.dir", f"must be a non-empty string, got {deck_dir!r}")
+    require(
+        isinstance(deck_dir, str) and bool(deck_dir),
+        "deck.dir",
+        f"must be a non-empty string, got {deck_dir!r}",
+    )
     for section, values in loop_data.items():
         for key in values:
-            if f"{section}.{key}" in _OWNED:
-                raise ClusterConfigError(
-                    f"{section}.{key}", f"is set by the launcher; use {_OWNED[f'{section}.{key}']}"
-                )
+            owner = _OWNED.get(f"{section}.{key}")
+            require(owner is None, f"{section}.{key}", f"is set by the launcher; use {owner}")
     config = ClusterConfig(deck_dir=deck_dir, **records)
     _validate(config)
     loop = from_mapping(_merge(loop_data, _loop_topology(config)))
     return attrs.evolve(config, loop=loop)
-
-
-def _split(
-    name: str, record: type, values: dict[str, Any]
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The record's own keys, and the rest (loop keys of a mixed section)."""
-    fields = attrs.fields_dict(record)
-    own = {k: v for k, v in values.items() if k in fields}
-    rest = {k: v for k, v in values.items() if k not in fields}
-    if rest and name not in SECTIONS:  # only a loop section may carry other keys
-        key = next(iter(rest))
-        raise ClusterConfigError(f"{name}.{key}", f"unknown key; expected one of {sorted(fields)}")
-    return own, rest
-
-
-def _build(section: str, record: type, values: dict[str, Any]) -> Any:
-    hints = typing.get_type_hints(record)
-    return record(**{k: _coerce(f"{section}.{k}", hints[k], v) for k, v in values.items()})
 
 
 def interpreter_path(key: str, value: str) -> str:
@@ -222,105 +205,83 @@ def interpreter_path(key: str, value: str) -> str:
     if not value:
         return ""
     path = os.path.abspath(os.path.expanduser(value))
-    if os.path.isdir(path):
-        raise ClusterConfigError(
-            key,
-            f"{value!r} is a directory; give its interpreter, e.g. {value.rstrip('/')}/bin/python",
-        )
+    require(
+        not os.path.isdir(path),
+        key,
+        f"{value!r} is a directory; give its interpreter, e.g. {value.rstrip('/')}/bin/python",
+    )
     return path
-
-
-def _coerce(key: str, hint: Any, value: Any) -> Any:
-    if typing.get_origin(hint) is tuple:
-        item = typing.get_args(hint)[0]
-        if not isinstance(value, list) or not all(_is(item, v) for v in value):
-            raise ClusterConfigError(key, f"must be a list of {item.__name__}, got {value!r}")
-        return tuple(value)
-    if hint is float and _is(int, value):
-        return float(value)
-    if not _is(hint, value):
-        raise ClusterConfigError(key, f"must be {hint.__name__}, got {value!r}")
-    return value
-
-
-def _is(kind: type, value: Any) -> bool:
-    return isinstance(value, kind) and isinstance(value, bool) == (kind is bool)
-
-
-def _require(ok: bool, key: str, message: str) -> None:
-    if not ok:
-        raise ClusterConfigError(key, message)
 
 
 def _validate(config: ClusterConfig) -> None:
     """Topology checks that need no machine: sizes, choices, devices per engine."""
     e, t, s = config.engines, config.trainer, config.sandbox
-    _require(e.backend in ENGINE_BACKENDS, "engines.backend", f"must be one of {ENGINE_BACKENDS}")
-    _require(e.count >= 0, "engines.count", "must be >= 0")
-    _require(
+    require(e.backend in ENGINE_BACKENDS, "engines.backend", f"must be one of {ENGINE_BACKENDS}")
+    require(e.count >= 0, "engines.count", "must be >= 0")
+    require(
         (e.count > 0) != bool(e.urls),
         "engines.count",
         "give exactly one of engines.count (servers this launcher starts) or engines.urls "
         "(servers already running); set count = 0 with urls",
     )
     for url in e.urls:
-        _require(url.startswith(("http://", "https://")), "engines.urls", f"{url!r} is not a URL")
-    _require(len(set(e.urls)) == len(e.urls), "engines.urls", "lists a URL twice")
-    _require(e.threads >= 1, "engines.threads", "must be >= 1")
-    _require(e.capacity >= 1, "engines.capacity", "must be >= 1")
-    _require(
+        require(url.startswith(("http://", "https://")), "engines.urls", f"{url!r} is not a URL")
+    require(len(set(e.urls)) == len(e.urls), "engines.urls", "lists a URL twice")
+    require(e.threads >= 1, "engines.threads", "must be >= 1")
+    require(e.capacity >= 1, "engines.capacity", "must be >= 1")
+    require(
         e.port >= 0 and e.port + max(e.count - 1, 0) <= 65535,
         "engines.port",
         "engine ports (port + i) must be in [0, 65535]",
     )
-    _require(0 < e.gpu_memory_utilization <= 1, "engines.gpu_memory_utilization", "in (0, 1]")
-    _require(e.max_model_len >= 0, "engines.max_model_len", "must be >= 0")
-    _require(e.health_timeout_s > 0, "engines.health_timeout_s", "must be > 0")
+    require(0 < e.gpu_memory_utilization <= 1, "engines.gpu_memory_utilization", "in (0, 1]")
+    require(e.max_model_len >= 0, "engines.max_model_len", "must be >= 0")
+    require(e.health_timeout_s > 0, "engines.health_timeout_s", "must be > 0")
     if e.backend == "vllm" and e.count:
-        _require(
+        require(
             len(e.devices) == e.count,
             "engines.devices",
             f"vllm needs one CUDA device per engine: {e.count} engines, {len(e.devices)} devices",
         )
-        _require(e.port > 0, "engines.port", "vllm needs a fixed first port (engine i: port + i)")
+        require(e.port > 0, "engines.port", "vllm needs a fixed first port (engine i: port + i)")
     if e.backend == "torch":
-        _require(not e.devices, "engines.devices", "the torch backend serves on CPU; leave []")
-    _require(len(set(e.devices)) == len(e.devices), "engines.devices", "lists a device twice")
-    _require(t.ranks >= 0, "trainer.ranks", "must be >= 0 (0: the loop's in-process trainer)")
-    _require(
+        require(not e.devices, "engines.devices", "the torch backend serves on CPU; leave []")
+    require(len(set(e.devices)) == len(e.devices), "engines.devices", "lists a device twice")
+    require(t.ranks >= 0, "trainer.ranks", "must be >= 0 (0: the loop's in-process trainer)")
+    require(
         not t.devices or len(t.devices) == t.ranks,
         "trainer.devices",
         f"one CUDA device per rank: {t.ranks} ranks, {len(t.devices)} devices",
     )
-    _require(len(set(t.devices)) == len(t.devices), "trainer.devices", "lists a device twice")
-    _require(
+    require(len(set(t.devices)) == len(t.devices), "trainer.devices", "lists a device twice")
+    require(
         not set(t.devices) & set(e.devices),
         "trainer.devices",
         f"devices {sorted(set(t.devices) & set(e.devices))} are also given to engines",
     )
-    _require(t.nnodes >= 1, "trainer.nnodes", "must be >= 1")
-    _require(0 <= t.node_rank < t.nnodes, "trainer.node_rank", f"must be in [0, {t.nnodes})")
-    _require(
+    require(t.nnodes >= 1, "trainer.nnodes", "must be >= 1")
+    require(0 <= t.node_rank < t.nnodes, "trainer.node_rank", f"must be in [0, {t.nnodes})")
+    require(
         t.nnodes == 1 or ":" in t.rdzv_endpoint,
         "trainer.rdzv_endpoint",
         "a multi-node trainer needs the rendezvous as host:port",
     )
-    _require(0 <= t.port <= 65535, "trainer.port", "must be in [0, 65535]")
-    _require(t.threads >= 1, "trainer.threads", "must be >= 1")
-    _require(t.ranks > 0 or t.nnodes == 1, "trainer.ranks", "an in-process trainer is one node")
-    _require(
+    require(0 <= t.port <= 65535, "trainer.port", "must be in [0, 65535]")
+    require(t.threads >= 1, "trainer.threads", "must be >= 1")
+    require(t.ranks > 0 or t.nnodes == 1, "trainer.ranks", "an in-process trainer is one node")
+    require(
         not e.python or not e.urls,
         "engines.python",
         "engines given by engines.urls are not started here; leave python empty",
     )
-    _require(
+    require(
         not t.python or t.ranks > 0,
         "trainer.python",
         "the in-process trainer (ranks = 0) runs in the loop, in the launcher's environment; "
         "leave python empty",
     )
-    _require(s.backend in SANDBOX_BACKENDS, "sandbox.backend", f"must be one of {SANDBOX_BACKENDS}")
-    _require(s.capacity >= 1, "sandbox.capacity", "must be >= 1")
+    require(s.backend in SANDBOX_BACKENDS, "sandbox.backend", f"must be one of {SANDBOX_BACKENDS}")
+    require(s.capacity >= 1, "sandbox.capacity", "must be >= 1")
 
 
 def _loop_topology(config: ClusterConfig) -> dict[str, dict[str, Any]]:
@@ -367,8 +328,9 @@ def with_overrides(
         config = attrs.evolve(config, model=ModelSpec(path=model))
     if node_rank is not None:
         config = attrs.evolve(config, trainer=attrs.evolve(config.trainer, node_rank=node_rank))
-    _validate(config)
-    validate(config.loop)
+    with config_errors(ClusterConfigError):
+        _validate(config)
+        validate(config.loop)
     return config
 
 

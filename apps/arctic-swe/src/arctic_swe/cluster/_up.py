@@ -28,10 +28,9 @@ from arctic_swe.cluster._errors import ServedModelError
 from arctic_swe.cluster._model_checks import VLLM_DTYPE, check_served, expected_max_model_len
 from arctic_swe.cluster._plan import LOOP_CONFIG, TRAINER_CONFIG, ClusterPlan
 from arctic_swe.cluster._progress import ClusterView
-from arctic_swe.cluster._supervise import Child, ChildFailedError, Supervisor
+from arctic_swe.cluster._supervise import Child, ChildFailedError, ClusterSupervisor
 from arctic_swe.cluster._topology import ClusterConfig, cluster_to_toml
-from arctic_swe.config import RunConfig, to_toml
-from arctic_swe.config._schema import TrainerSection
+from arctic_swe.config import RunConfig, TrainerSection, to_toml
 
 #: Exit code of a run one of whose processes failed (a runtime failure, not a usage error).
 FAILURE_EXIT = 1
@@ -89,7 +88,7 @@ async def run_cluster(
     folder = write_topology(config, run_dir)
     view = ClusterView(config.loop.run.updates, run_dir / "metrics.jsonl", console)
     view.skip_existing()  # a resumed run shows only its new updates
-    supervisor = Supervisor(run_dir)
+    supervisor = ClusterSupervisor(run_dir)
     try:
         async with supervisor:
             with view:
@@ -105,7 +104,7 @@ async def run_cluster(
 async def _run(
     config: ClusterConfig,
     plan: ClusterPlan,
-    supervisor: Supervisor,
+    supervisor: ClusterSupervisor,
     view: ClusterView,
     folder: Path,
 ) -> UpOutcome:
@@ -169,7 +168,9 @@ async def _shut_down(trainer: Child, grace: float) -> None:
         await asyncio.wait_for(trainer.process.wait(), grace)
 
 
-async def _ready(supervisor: Supervisor, child: Child, timeout: float, view: ClusterView) -> str:
+async def _ready(
+    supervisor: ClusterSupervisor, child: Child, timeout: float, view: ClusterView
+) -> str:
     url = await supervisor.wait_ready(child, timeout)
     view.event(f"{child.name} ready at {url}")
     return url

@@ -32,6 +32,7 @@ from arctic_swe.config._run_inputs import (
 from arctic_swe.config._rundir import RunDir, load_run_config, prepare_run_dir
 from arctic_swe.config._schema import (
     PROCEDURAL_DECK,
+    SECTIONS,
     WEIGHT_TRANSFERS,
     DeckSection,
     EngineSection,
@@ -42,12 +43,22 @@ from arctic_swe.config._schema import (
     SandboxSection,
     TrainerSection,
 )
+from arctic_swe.config._tables import (
+    check_sections,
+    coerce,
+    config_errors,
+    read_toml,
+    require,
+    split_known,
+    update_record,
+)
 
 __all__ = [
     "INPUTS_FILE",
     "POLICY_LOGS",
     "PRESETS",
     "PROCEDURAL_DECK",
+    "SECTIONS",
     "WEIGHT_TRANSFERS",
     "DeckSection",
     "EndReason",
@@ -64,7 +75,10 @@ __all__ = [
     "SandboxSection",
     "TrainerSection",
     "apply_overrides",
+    "check_sections",
     "clear_run_end",
+    "coerce",
+    "config_errors",
     "content_digest",
     "directory_digest",
     "fingerprint_inputs",
@@ -75,9 +89,13 @@ __all__ = [
     "preset",
     "read_run_end",
     "read_run_inputs",
+    "read_toml",
+    "require",
     "sections_to_toml",
+    "split_known",
     "to_mapping",
     "to_toml",
+    "update_record",
     "validate",
     "write_run_end",
     "write_run_inputs",

@@ -2,7 +2,8 @@
 
 Everything is checked before any work starts: unknown sections or keys, wrong types (an ``int``
 field never silently accepts ``1.5`` or ``"1"``), impossible sizes and unknown choices each give
-a :class:`RunConfigError` naming the key.
+a :class:`RunConfigError` naming the key (and the file it came from). Tables, keys and types
+are checked by the app's one loading mechanism, :mod:`arctic_swe.config._tables`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,13 @@ from arctic_swe.config._schema import (
     TRAINER_KINDS,
     WEIGHT_TRANSFERS,
     RunConfig,
+)
+from arctic_swe.config._tables import (
+    check_sections,
+    config_errors,
+    read_toml,
+    require,
+    update_record,
 )
 
 #: Preset name -> overrides of the defaults (the defaults *are* ``tiny``).
@@ -73,25 +81,12 @@ def preset(name: str) -> RunConfig:
 
 def from_mapping(data: Mapping[str, Any], base: RunConfig | None = None) -> RunConfig:
     """``base`` (default: the ``tiny`` defaults) with the sections of ``data`` applied."""
-    if not isinstance(data, Mapping):
-        raise RunConfigError("config", f"must be a table, got {type(data).__name__}")
+    check_sections(data, SECTIONS)
     config = base or RunConfig()
-    changes: dict[str, Any] = {}
-    for section, values in data.items():
-        if section not in SECTIONS:
-            raise RunConfigError(str(section), f"unknown section; expected one of {list(SECTIONS)}")
-        if not isinstance(values, Mapping):
-            raise RunConfigError(section, f"must be a table, got {type(values).__name__}")
-        current = getattr(config, section)
-        fields = {f.name: f for f in attrs.fields(type(current))}
-        updates = {}
-        for key, value in values.items():
-            if key not in fields:
-                raise RunConfigError(
-                    f"{section}.{key}", f"unknown key; expected one of {sorted(fields)}"
-                )
-            updates[key] = _coerce(f"{section}.{key}", getattr(current, key), value)
-        changes[section] = attrs.evolve(current, **updates)
+    changes = {
+        section: update_record(section, getattr(config, section), values)
+        for section, values in data.items()
+    }
     result = attrs.evolve(config, **changes)
     validate(result)
     return result
@@ -99,20 +94,14 @@ def from_mapping(data: Mapping[str, Any], base: RunConfig | None = None) -> RunC
 
 def load_toml(path: str | Path, base: RunConfig | None = None) -> RunConfig:
     """Read a TOML config file on top of ``base``; an optional top-level
-    ``preset = "name"`` key selects the base instead."""
-    source = Path(path)
-    try:
-        data = tomllib.loads(source.read_text())
-    except OSError as exc:
-        raise RunConfigError("config", f"cannot read {source}: {exc}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise RunConfigError("config", f"{source} is not valid TOML: {exc}") from exc
-    name = data.pop("preset", None)
-    if name is not None:
-        if not isinstance(name, str):
-            raise RunConfigError("preset", f"must be a string, got {name!r}")
-        base = preset(name)
-    return from_mapping(data, base)
+    ``preset = "name"`` key selects the base instead. Errors name the file and the key."""
+    data = read_toml(path)
+    with config_errors(source=path):
+        name = data.pop("preset", None)
+        if name is not None:
+            require(isinstance(name, str), "preset", f"must be a string, got {name!r}")
+            base = preset(name)
+        return from_mapping(data, base)
 
 
 def apply_overrides(config: RunConfig, assignments: Iterable[str]) -> RunConfig:
@@ -169,24 +158,6 @@ def _parse_literal(raw: str) -> Any:
         return raw
 
 
-def _coerce(key: str, default: Any, value: Any) -> Any:
-    expected = type(default)
-    if expected is tuple:  # a list of strings (engine URLs)
-        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-            raise RunConfigError(key, f"must be a list of strings, got {value!r}")
-        return tuple(value)
-    if expected is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(value, bool) != (expected is bool) or not isinstance(value, expected):
-        raise RunConfigError(key, f"must be {expected.__name__}, got {value!r}")
-    return value
-
-
-def _require(ok: bool, key: str, message: str) -> None:
-    if not ok:
-        raise RunConfigError(key, message)
-
-
 def validate(config: RunConfig) -> None:
     """Cross-field checks: positive sizes, known choices, groups that fit an engine."""
     run, deck, engine, harness, trainer = (
@@ -196,110 +167,110 @@ def validate(config: RunConfig) -> None:
         config.harness,
         config.trainer,
     )
-    _require(run.seed >= 0, "run.seed", "must be >= 0")
-    _require(run.updates >= 1, "run.updates", "must be >= 1")
-    _require(run.max_off_policy >= 0, "run.max_off_policy", "must be >= 0")
-    _require(run.checkpoint_every >= 1, "run.checkpoint_every", "must be >= 1")
-    _require(run.keep_checkpoints >= 1, "run.keep_checkpoints", "must be >= 1")
-    _require(run.max_group_retries >= 0, "run.max_group_retries", "must be >= 0")
-    _require(run.lookahead_batches >= 0, "run.lookahead_batches", "must be >= 0")
-    _require(run.pool_eval_every >= 0, "run.pool_eval_every", "must be >= 0 (0 = off)")
-    _require(
+    require(run.seed >= 0, "run.seed", "must be >= 0")
+    require(run.updates >= 1, "run.updates", "must be >= 1")
+    require(run.max_off_policy >= 0, "run.max_off_policy", "must be >= 0")
+    require(run.checkpoint_every >= 1, "run.checkpoint_every", "must be >= 1")
+    require(run.keep_checkpoints >= 1, "run.keep_checkpoints", "must be >= 1")
+    require(run.max_group_retries >= 0, "run.max_group_retries", "must be >= 0")
+    require(run.lookahead_batches >= 0, "run.lookahead_batches", "must be >= 0")
+    require(run.pool_eval_every >= 0, "run.pool_eval_every", "must be >= 0 (0 = off)")
+    require(
         run.stop_after_zero_gradient >= 0, "run.stop_after_zero_gradient", "must be >= 0 (0 = off)"
     )
-    _require(run.pool_eval_samples >= 1, "run.pool_eval_samples", "must be >= 1")
-    _require(run.pool_eval_workers >= 1, "run.pool_eval_workers", "must be >= 1")
-    _require(deck.pool_size >= 1, "deck.pool_size", "must be >= 1")
-    _require(deck.groups_per_update >= 1, "deck.groups_per_update", "must be >= 1")
-    _require(
+    require(run.pool_eval_samples >= 1, "run.pool_eval_samples", "must be >= 1")
+    require(run.pool_eval_workers >= 1, "run.pool_eval_workers", "must be >= 1")
+    require(deck.pool_size >= 1, "deck.pool_size", "must be >= 1")
+    require(deck.groups_per_update >= 1, "deck.groups_per_update", "must be >= 1")
+    require(
         deck.groups_per_update <= deck.pool_size,
         "deck.groups_per_update",
         f"{deck.groups_per_update} groups per update cannot be drawn from {deck.pool_size} tasks",
     )
-    _require(deck.rollouts_per_group >= 2, "deck.rollouts_per_group", "must be >= 2 (advantages)")
-    _require(deck.hard_consecutive_zero >= 0, "deck.hard_consecutive_zero", "must be >= 0")
-    _require(deck.replay_every >= 1, "deck.replay_every", "must be >= 1")
-    _require(deck.replay_size >= 0, "deck.replay_size", "must be >= 0")
-    _require(
+    require(deck.rollouts_per_group >= 2, "deck.rollouts_per_group", "must be >= 2 (advantages)")
+    require(deck.hard_consecutive_zero >= 0, "deck.hard_consecutive_zero", "must be >= 0")
+    require(deck.replay_every >= 1, "deck.replay_every", "must be >= 1")
+    require(deck.replay_size >= 0, "deck.replay_size", "must be >= 0")
+    require(
         deck.source == PROCEDURAL_DECK or deck.source.endswith((".jsonl", ".json")),
         "deck.source",
         f'must be "{PROCEDURAL_DECK}" or the path of a .jsonl or .json file of task rows, '
         f"got {deck.source!r}",
     )
-    _require(
+    require(
         config.sandbox.backend in SANDBOX_BACKENDS,
         "sandbox.backend",
         f"must be one of {SANDBOX_BACKENDS}, got {config.sandbox.backend!r}",
     )
-    _require(engine.engines >= 1, "engine.engines", "must be >= 1")
-    _require(engine.capacity >= 1, "engine.capacity", "must be >= 1")
-    _require(engine.max_resident >= 1, "engine.max_resident", "must be >= 1")
-    _require(
+    require(engine.engines >= 1, "engine.engines", "must be >= 1")
+    require(engine.capacity >= 1, "engine.capacity", "must be >= 1")
+    require(engine.max_resident >= 1, "engine.max_resident", "must be >= 1")
+    require(
         min(engine.capacity, engine.max_resident) >= deck.rollouts_per_group,
         "engine.max_resident",
         f"a group of {deck.rollouts_per_group} rollouts does not fit an engine "
         f"(capacity {engine.capacity}, max_resident {engine.max_resident})",
     )
-    _require(
+    require(
         engine.routing in ROUTING_POLICIES, "engine.routing", f"must be one of {ROUTING_POLICIES}"
     )
-    _require(
+    require(
         engine.routing != "session_hash" or engine.engine_count >= 2,
         "engine.routing",
         "session_hash routing places groups exactly like least_loaded on one engine; "
         "add --set engine.engines=2 for the routing ablation",
     )
-    _require(engine.max_new_tokens >= 1, "engine.max_new_tokens", "must be >= 1")
+    require(engine.max_new_tokens >= 1, "engine.max_new_tokens", "must be >= 1")
     _validate_engine_kind(engine)
-    _require(harness.max_turns >= 1, "harness.max_turns", "must be >= 1")
-    _require(harness.observation_chars >= 1, "harness.observation_chars", "must be >= 1")
-    _require(harness.exec_timeout_s > 0, "harness.exec_timeout_s", "must be > 0")
-    _require(harness.sandboxes >= 1, "harness.sandboxes", "must be >= 1")
-    _require(
+    require(harness.max_turns >= 1, "harness.max_turns", "must be >= 1")
+    require(harness.observation_chars >= 1, "harness.observation_chars", "must be >= 1")
+    require(harness.exec_timeout_s > 0, "harness.exec_timeout_s", "must be > 0")
+    require(harness.sandboxes >= 1, "harness.sandboxes", "must be >= 1")
+    require(
         harness.max_tokens > engine.max_new_tokens,
         "harness.max_tokens",
         "must exceed engine.max_new_tokens",
     )
-    _require(trainer.lr > 0, "trainer.lr", "must be > 0")
-    _require(0 <= trainer.beta1 < 1, "trainer.beta1", "must be in [0, 1)")
-    _require(0 <= trainer.beta2 < 1, "trainer.beta2", "must be in [0, 1)")
-    _require(trainer.weight_decay >= 0, "trainer.weight_decay", "must be >= 0")
-    _require(trainer.grad_clip > 0, "trainer.grad_clip", "must be > 0")
-    _require(
+    require(trainer.lr > 0, "trainer.lr", "must be > 0")
+    require(0 <= trainer.beta1 < 1, "trainer.beta1", "must be in [0, 1)")
+    require(0 <= trainer.beta2 < 1, "trainer.beta2", "must be in [0, 1)")
+    require(trainer.weight_decay >= 0, "trainer.weight_decay", "must be >= 0")
+    require(trainer.grad_clip > 0, "trainer.grad_clip", "must be > 0")
+    require(
         trainer.ratio_control in RATIO_CONTROLS,
         "trainer.ratio_control",
         f"must be one of {RATIO_CONTROLS}",
     )
-    _require(trainer.mask_high > 1, "trainer.mask_high", "must be > 1")
-    _require(
+    require(trainer.mask_high > 1, "trainer.mask_high", "must be > 1")
+    require(
         trainer.aggregation in AGGREGATIONS, "trainer.aggregation", f"must be one of {AGGREGATIONS}"
     )
-    _require(trainer.micro_batch_rollouts >= 1, "trainer.micro_batch_rollouts", "must be >= 1")
-    _require(
+    require(trainer.micro_batch_rollouts >= 1, "trainer.micro_batch_rollouts", "must be >= 1")
+    require(
         trainer.invalid_reward in INVALID_REWARDS,
         "trainer.invalid_reward",
         f"must be 0.0 or -1.0 (the paper's final recipe), got {trainer.invalid_reward!r}",
     )
     _validate_trainer_kind(config)
     metrics = config.metrics
-    _require(metrics.kl_by_layer_every >= 0, "metrics.kl_by_layer_every", "must be >= 0 (0: off)")
-    _require(metrics.kl_by_layer_tokens >= 1, "metrics.kl_by_layer_tokens", "must be >= 1")
+    require(metrics.kl_by_layer_every >= 0, "metrics.kl_by_layer_every", "must be >= 0 (0: off)")
+    require(metrics.kl_by_layer_tokens >= 1, "metrics.kl_by_layer_tokens", "must be >= 1")
 
 
 def _validate_trainer_kind(config: RunConfig) -> None:
     """``trainer.kind``/``url``/``timeout_s`` agree; a remote trainer needs HTTP engines."""
     trainer = config.trainer
-    _require(trainer.kind in TRAINER_KINDS, "trainer.kind", f"must be one of {TRAINER_KINDS}")
-    _require(trainer.timeout_s > 0, "trainer.timeout_s", "must be > 0")
+    require(trainer.kind in TRAINER_KINDS, "trainer.kind", f"must be one of {TRAINER_KINDS}")
+    require(trainer.timeout_s > 0, "trainer.timeout_s", "must be > 0")
     if trainer.kind == "inprocess":
-        _require(not trainer.url, "trainer.url", 'needs trainer.kind = "remote"')
+        require(not trainer.url, "trainer.url", 'needs trainer.kind = "remote"')
         return
-    _require(
+    require(
         trainer.url.startswith(("http://", "https://")) and len(trainer.url) > len("http://"),
         "trainer.url",
         f"a remote trainer needs its http(s) URL, got {trainer.url!r}",
     )
-    _require(
+    require(
         config.engine.kind == "http",
         "trainer.kind",
         'a remote trainer needs engine.kind = "http" (engines load the weight files it writes)',
@@ -308,40 +279,40 @@ def _validate_trainer_kind(config: RunConfig) -> None:
 
 def _validate_engine_kind(engine: Any) -> None:
     """``kind``/``urls``/``launch``/``refresh_mode`` and the HTTP knobs agree."""
-    _require(engine.kind in ENGINE_KINDS, "engine.kind", f"must be one of {ENGINE_KINDS}")
-    _require(
+    require(engine.kind in ENGINE_KINDS, "engine.kind", f"must be one of {ENGINE_KINDS}")
+    require(
         engine.refresh_mode in REFRESH_MODES,
         "engine.refresh_mode",
         f"must be one of {REFRESH_MODES}",
     )
-    _require(
+    require(
         engine.weight_transfer in WEIGHT_TRANSFERS,
         "engine.weight_transfer",
         f"must be one of {WEIGHT_TRANSFERS}",
     )
-    _require(
+    require(
         engine.kind == "http" or engine.weight_transfer == "reload",
         "engine.weight_transfer",
         'in-process engines take the trainer\'s tensors directly; "nccl" needs engine.kind = "http"',
     )
-    _require(engine.launch >= 0, "engine.launch", "must be >= 0")
-    _require(engine.serve_threads >= 1, "engine.serve_threads", "must be >= 1")
-    _require(engine.timeout_s > 0, "engine.timeout_s", "must be > 0")
-    _require(engine.startup_timeout_s > 0, "engine.startup_timeout_s", "must be > 0")
+    require(engine.launch >= 0, "engine.launch", "must be >= 0")
+    require(engine.serve_threads >= 1, "engine.serve_threads", "must be >= 1")
+    require(engine.timeout_s > 0, "engine.timeout_s", "must be > 0")
+    require(engine.startup_timeout_s > 0, "engine.startup_timeout_s", "must be > 0")
     if engine.kind == "inprocess":
-        _require(not engine.urls, "engine.urls", 'needs engine.kind = "http"')
-        _require(engine.launch == 0, "engine.launch", 'needs engine.kind = "http"')
+        require(not engine.urls, "engine.urls", 'needs engine.kind = "http"')
+        require(engine.launch == 0, "engine.launch", 'needs engine.kind = "http"')
         return
-    _require(
+    require(
         bool(engine.urls) != (engine.launch > 0),
         "engine.kind",
         "http engines need exactly one of engine.urls (servers already running) or "
         "engine.launch = N (servers this run starts)",
     )
     for url in engine.urls:
-        _require(
+        require(
             url.startswith(("http://", "https://")) and len(url) > len("http://"),
             "engine.urls",
             f"{url!r} is not an http(s) URL",
         )
-    _require(len(set(engine.urls)) == len(engine.urls), "engine.urls", "lists a URL twice")
+    require(len(set(engine.urls)) == len(engine.urls), "engine.urls", "lists a URL twice")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from arctic_swe.serve._argv import ServeArgs
 from arctic_swe.serve._vllm import VllmServeSpec, shell_line, vllm_command, vllm_environment
 
 if TYPE_CHECKING:
@@ -59,6 +60,7 @@ __all__ = [
     "CompletionResponse",
     "EngineServer",
     "ProtocolError",
+    "ServeArgs",
     "VllmServeSpec",
     "WeightFileError",
     "WeightRoutes",
