@@ -30,9 +30,9 @@ from typing import Any
 from swe_curate import (
     AuditConfig,
     OfflineJudge,
+    PipelineConfig,
     PoolRunner,
     RecordStore,
-    RunConfig,
     RunOutput,
     import_rows,
     run_pipeline,
@@ -56,7 +56,7 @@ def write_rows(root: Path, cases: list[str]) -> Path:
 def one_run(
     rows: Path, out: Path, backend: NamespaceBackend, workers: int, reruns: int
 ) -> dict[str, Any]:
-    config = RunConfig(workers=workers, audit=AuditConfig(reruns=reruns))
+    config = PipelineConfig(workers=workers, audit=AuditConfig(reruns=reruns))
     began = time.perf_counter()
     with PoolRunner(backend, Limits(grade_timeout_s=120, exec_timeout_s=120), workers) as pool:
         finals = run_pipeline(import_rows(rows), RunOutput(out), pool.scorer, OfflineJudge, config)

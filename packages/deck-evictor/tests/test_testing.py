@@ -27,8 +27,8 @@ from deck_evictor import (
     TaskStats,
 )
 from deck_evictor.testing import (
-    ContractViolationError,
     CrashSafetyError,
+    DeckContractViolationError,
     check_crash_safety,
     deck_contract,
 )
@@ -130,7 +130,7 @@ def forgetful_reload(deck: Deck) -> Deck:
 
 
 def violation(machine: type[RuleBasedStateMachine]) -> str:
-    with pytest.raises(ContractViolationError) as caught:
+    with pytest.raises(DeckContractViolationError) as caught:
         run_state_machine_as_test(machine, settings=HUNT)
     return str(caught.value)
 

@@ -8,7 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from load_router import ConfigError, Engine, GenerateRequest, GenerateResult, PlacementOnlyEngine
+from load_router import (
+    Engine,
+    GenerateRequest,
+    GenerateResult,
+    InvalidArgumentError,
+    PlacementOnlyEngine,
+)
 
 
 def test_fake_engine_satisfies_the_protocol(engines: list[object]) -> None:
@@ -28,12 +34,12 @@ def test_object_without_refresh_is_not_an_engine() -> None:
 
 
 def test_result_needs_one_logprob_per_token() -> None:
-    with pytest.raises(ConfigError, match="2 tokens but 1 log-probs"):
+    with pytest.raises(InvalidArgumentError, match="2 tokens but 1 log-probs"):
         GenerateResult(token_ids=(1, 2), logprobs=(-0.1,), policy_version=0)
 
 
 def test_request_rejects_negative_token_ids_and_empty_budget() -> None:
-    with pytest.raises(ConfigError):
+    with pytest.raises(InvalidArgumentError):
         GenerateRequest(rollout_index=0, prompt_ids=(1, -2), max_new_tokens=4)
     with pytest.raises(ValueError, match="max_new_tokens"):
         GenerateRequest(rollout_index=0, prompt_ids=(1,), max_new_tokens=0)
@@ -106,18 +112,20 @@ def test_token_versions_validator_accepts_exactly_the_contract(
     if ok:
         assert make().token_versions == tuple(versions)
     else:
-        with pytest.raises(ConfigError, match=r"token version|newest token"):
+        with pytest.raises(InvalidArgumentError, match=r"token version|newest token"):
             make()
 
 
 def test_token_versions_errors_name_the_problem() -> None:
-    with pytest.raises(ConfigError, match="2 tokens but 1 token versions"):
+    with pytest.raises(InvalidArgumentError, match="2 tokens but 1 token versions"):
         GenerateResult(token_ids=(1, 2), logprobs=(0.0, 0.0), policy_version=1, token_versions=(1,))
-    with pytest.raises(ConfigError, match="decrease"):
+    with pytest.raises(InvalidArgumentError, match="decrease"):
         GenerateResult(
             token_ids=(1, 2), logprobs=(0.0, 0.0), policy_version=1, token_versions=(1, 0)
         )
-    with pytest.raises(ConfigError, match="newest token's version 1 is not the policy_version 2"):
+    with pytest.raises(
+        InvalidArgumentError, match="newest token's version 1 is not the policy_version 2"
+    ):
         GenerateResult(
             token_ids=(1, 2), logprobs=(0.0, 0.0), policy_version=2, token_versions=(1, 1)
         )

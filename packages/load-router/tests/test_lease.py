@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from load_router import (
-    ConfigError,
     EngineFailedError,
     GenerateRequest,
     GroupRecord,
+    InvalidArgumentError,
     LeaseClosedError,
     LeaseDrainedError,
     LeaseState,
@@ -43,7 +43,7 @@ def test_lease_record_and_repr(engines: list[Any]) -> None:
 def test_rollout_index_must_be_inside_the_group(engines: list[Any]) -> None:
     async def scenario() -> None:
         lease = await Router(engines[:1]).acquire("g", 2)
-        with pytest.raises(ConfigError, match="out of range"):
+        with pytest.raises(InvalidArgumentError, match="out of range"):
             await lease.generate(GenerateRequest(rollout_index=5, prompt_ids=(), max_new_tokens=1))
 
     asyncio.run(scenario())
@@ -54,5 +54,5 @@ def test_error_hierarchy() -> None:
         assert issubclass(retryable, RetryableError)
     assert issubclass(LeaseClosedError, RouterError)
     assert not issubclass(LeaseClosedError, RetryableError)
-    assert issubclass(ConfigError, ValueError)
+    assert issubclass(InvalidArgumentError, ValueError)
     assert str(EngineFailedError("e1", "boom")) == "engine 'e1' failed: boom"

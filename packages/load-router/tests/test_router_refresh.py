@@ -12,9 +12,9 @@ import pytest
 from hypothesis import settings
 
 from load_router import (
-    ConfigError,
     EngineFailedError,
     GenerateRequest,
+    InvalidArgumentError,
     LeaseState,
     RefreshMode,
     Router,
@@ -115,9 +115,11 @@ def test_a_refresh_that_never_returns_is_bounded_by_refresh_timeout() -> None:
 def test_bad_refresh_arguments_are_config_errors() -> None:
     async def scenario() -> None:
         router = Router([SteppedEngine("e0", {"running": 0})])
-        with pytest.raises(ConfigError, match="refresh mode must be one of inflight, drain"):
+        with pytest.raises(
+            InvalidArgumentError, match="refresh mode must be one of inflight, drain"
+        ):
             await router.refresh("w1", 1, mode="eager")
-        with pytest.raises(ConfigError, match="refresh_timeout"):
+        with pytest.raises(InvalidArgumentError, match="refresh_timeout"):
             await router.refresh("w1", 1, refresh_timeout=-1.0)
         assert router.version == 0
         assert not router.paused

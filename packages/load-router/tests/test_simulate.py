@@ -5,7 +5,7 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from load_router import ConfigError, SimConfig, simulate
+from load_router import InvalidArgumentError, SimConfig, simulate
 from load_router._cli import run_comparison, wins
 
 SMALL = SimConfig(updates=8, warmup_updates=2, engines=3, max_outstanding_groups=24)
@@ -73,5 +73,5 @@ def test_every_policy_runs() -> None:
     ],
 )
 def test_bad_config_is_rejected(changes: dict[str, object], message: str) -> None:
-    with pytest.raises(ConfigError, match=message):
+    with pytest.raises(InvalidArgumentError, match=message):
         attrs.evolve(SMALL, **changes)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from load_router import ConfigError, GroupRecord, PolicyClock, TokenVersions
+from load_router import GroupRecord, InvalidArgumentError, PolicyClock, TokenVersions
 
 
 def test_runs_merge_equal_versions_and_expand() -> None:
@@ -23,7 +23,7 @@ def test_runs_merge_equal_versions_and_expand() -> None:
 
 def test_versions_never_go_backwards() -> None:
     versions = TokenVersions([(3, 1)])
-    with pytest.raises(ConfigError, match="backwards"):
+    with pytest.raises(InvalidArgumentError, match="backwards"):
         versions.append(2, 1)
     assert versions.runs == ((3, 1),)  # the failed call changed nothing
 
@@ -77,14 +77,14 @@ def test_drops_are_counted_per_update() -> None:
 
 def test_group_from_the_future_is_rejected() -> None:
     clock = PolicyClock()
-    with pytest.raises(ConfigError, match="newer than the trainer"):
+    with pytest.raises(InvalidArgumentError, match="newer than the trainer"):
         clock.screen([GroupRecord("g", (TokenVersions([(1, 1)]),))])
 
 
 def test_bad_clock_arguments() -> None:
-    with pytest.raises(ConfigError):
+    with pytest.raises(InvalidArgumentError):
         PolicyClock(max_off_policy=-1)
-    with pytest.raises(ConfigError):
+    with pytest.raises(InvalidArgumentError):
         PolicyClock(start_version=-3)
 
 
@@ -112,5 +112,5 @@ def test_extend_by_turns_equals_the_per_token_sequence(turns: list[list[int]]) -
 
 def test_extend_refuses_a_turn_older_than_the_rollout() -> None:
     record = TokenVersions([(2, 3)])
-    with pytest.raises(ConfigError, match="backwards"):
+    with pytest.raises(InvalidArgumentError, match="backwards"):
         record.extend([1, 2])

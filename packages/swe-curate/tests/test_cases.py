@@ -18,7 +18,7 @@ from swe_curate._audit import AuditConfig, audit_task
 from swe_curate._importers import task_from_native_row
 from swe_curate._judge import OfflineJudge
 from swe_curate._judging import judge_task
-from swe_curate._records import TaskRecord
+from swe_curate._records import CurationRecord
 from swe_curate._scorer import SandboxScorer
 from swe_curate._strengthen import strengthen_task
 from swe_curate._verdicts import Verdict
@@ -33,9 +33,9 @@ REQUIREMENT = {
 
 class Curated(NamedTuple):
     task: TaskSpec
-    audit: TaskRecord
-    judged: TaskRecord
-    strengthened: TaskRecord | None
+    audit: CurationRecord
+    judged: CurationRecord
+    strengthened: CurationRecord | None
 
 
 @pytest.fixture(scope="module")

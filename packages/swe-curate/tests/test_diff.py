@@ -15,7 +15,7 @@ from swe_curate._diff import (
     render_patch,
     touched_paths,
 )
-from swe_curate._errors import PatchApplyError, PatchFormatError
+from swe_curate._errors import CuratePatchApplyError, PatchFormatError
 
 _line = st.sampled_from(["a\n", "b\n", "c\n", "def f():\n", "    return 1\n", "\n", "x = 2\n"])
 _text = st.lists(_line, max_size=30).map("".join)
@@ -107,9 +107,9 @@ def test_offset_hunk_is_found_by_content() -> None:
 
 def test_context_mismatch_is_a_typed_error() -> None:
     patch = make_patch({"m.py": "a\nb\nc\n"}, {"m.py": "a\nB\nc\n"})
-    with pytest.raises(PatchApplyError, match="does not match"):
+    with pytest.raises(CuratePatchApplyError, match="does not match"):
         apply_patch({"m.py": "a\nX\nc\n"}, patch)
-    with pytest.raises(PatchApplyError, match="not found"):
+    with pytest.raises(CuratePatchApplyError, match="not found"):
         apply_patch({}, patch)
 
 

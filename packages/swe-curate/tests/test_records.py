@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from swe_curate._errors import CurateError
-from swe_curate._records import RecordStore, TaskRecord, summarize
+from swe_curate._records import CurationRecord, RecordStore, summarize
 from swe_curate._verdicts import Verdict
 
 _json_leaf = st.one_of(st.none(), st.booleans(), st.integers(-(10**6), 10**6), st.text(max_size=20))
@@ -34,25 +34,25 @@ _json = st.recursive(
 def test_record_json_round_trip(
     instance_id: str, verdict: Verdict, measurements: dict[str, object], rewritten: str | None
 ) -> None:
-    rec = TaskRecord(
+    rec = CurationRecord(
         instance_id, "judge", verdict, "why", measurements, ({"patch": "x"},), rewritten, 1.5, 42.0
     )
     line = rec.to_json()
     assert "\n" not in line
-    assert TaskRecord.from_json(line) == rec
+    assert CurationRecord.from_json(line) == rec
 
 
 def test_store_resumes_and_survives_a_torn_tail(tmp_path: Path) -> None:
     store = RecordStore(tmp_path / "out" / "records.jsonl")
     assert store.done("audit") == set()
-    store.append(TaskRecord("a", "audit", Verdict.ADMITTED))
-    store.append(TaskRecord("b", "audit", Verdict.FLAKY, "test_x flipped"))
-    store.append(TaskRecord("a", "judge", Verdict.TOO_LOOSE))
+    store.append(CurationRecord("a", "audit", Verdict.ADMITTED))
+    store.append(CurationRecord("b", "audit", Verdict.FLAKY, "test_x flipped"))
+    store.append(CurationRecord("a", "judge", Verdict.TOO_LOOSE))
     with store.path.open("a") as handle:  # a crash in the middle of writing a record
         handle.write('{"instance_id": "c", "stage": "au')
     assert store.done("audit") == {"a", "b"}
     assert store.done("judge") == {"a"}
-    store.append(TaskRecord("c", "audit", Verdict.GOLD_FAILS))
+    store.append(CurationRecord("c", "audit", Verdict.GOLD_FAILS))
     assert [r.instance_id for r in store.records("audit")] == ["a", "b", "c"]
     assert store.latest("audit")["b"].reason == "test_x flipped"
     counts = summarize(store.records())
@@ -97,12 +97,12 @@ class RecordStoreMachine(RuleBasedStateMachine):
         instance_id=st.sampled_from(["a", "b", "c", "d"]), stage=st.sampled_from(["audit", "judge"])
     )
     def append(self, instance_id: str, stage: str) -> None:
-        self.store.append(TaskRecord(instance_id, stage, Verdict.ADMITTED))
+        self.store.append(CurationRecord(instance_id, stage, Verdict.ADMITTED))
         self.model.append((instance_id, stage))
 
     @rule(cut=st.integers(1, 40))
     def crash_mid_write(self, cut: int) -> None:
-        line = TaskRecord("torn", "audit", Verdict.FLAKY).to_json()
+        line = CurationRecord("torn", "audit", Verdict.FLAKY).to_json()
         with self.store.path.open("a", encoding="utf-8") as handle:
             handle.write(line[: min(cut, len(line) - 1)])
 

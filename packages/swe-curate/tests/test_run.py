@@ -12,7 +12,7 @@ from curate_cases import make_task
 from swe_curate._cli import main
 from swe_curate._importers import task_from_native_row, task_to_row
 from swe_curate._records import RecordStore
-from swe_curate._run import RunConfig, stage_rates
+from swe_curate._run import PipelineConfig, stage_rates
 from swe_curate._verdicts import Verdict
 
 
@@ -96,4 +96,4 @@ def test_run_keeps_drops_resumes_and_forces(
 
 def test_run_config_rejects_zero_workers() -> None:
     with pytest.raises(ValueError, match="workers"):
-        RunConfig(workers=0)
+        PipelineConfig(workers=0)

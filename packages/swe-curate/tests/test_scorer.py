@@ -9,7 +9,7 @@ import attrs
 import pytest
 from curate_tasks import make_task
 
-from swe_curate._errors import PatchApplyError
+from swe_curate._errors import CuratePatchApplyError
 from swe_curate._scorer import SandboxScorer, TaskTree
 
 
@@ -30,7 +30,7 @@ def test_grade_run_and_apply_errors(tmp_path: Path, scorer: SandboxScorer) -> No
     assert scorer.grade(task, task.gold_patch).reward == 1
     ran = scorer.run(task, "", "grep -c 'def test_low' tests/test_ops.py", timeout=30)
     assert ran.output.strip() == "1"  # graded tests restored for probes
-    with pytest.raises(PatchApplyError):
+    with pytest.raises(CuratePatchApplyError):
         scorer.grade(task, task.gold_patch.replace("return hi", "return HI"))
     other = attrs.evolve(make_task(tmp_path / "b", "good"))
     assert scorer.grade(other, other.gold_patch).reward == 1  # switching tasks switches sandboxes

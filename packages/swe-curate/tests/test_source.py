@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from swe_curate._diff import make_patch
-from swe_curate._errors import PatchApplyError
+from swe_curate._errors import CuratePatchApplyError
 from swe_curate._source import (
     PatchedTree,
     changed_lines,
@@ -80,5 +80,5 @@ def test_changed_lines_point_into_the_new_text(old: list[str], new: list[str]) -
 
 def test_a_gold_patch_that_does_not_apply_is_typed() -> None:
     patch = make_patch({"m.py": "x = 1\n"}, {"m.py": "x = 2\n"})
-    with pytest.raises(PatchApplyError):
+    with pytest.raises(CuratePatchApplyError):
         PatchedTree.from_patch({"m.py": "y = 1\n"}, patch)

@@ -11,7 +11,7 @@ from swe_curate._differential import ProbeCase, ProbeResult
 from swe_curate._importers import task_from_native_row
 from swe_curate._judge import OfflineJudge
 from swe_curate._judging import judge_task
-from swe_curate._records import TaskRecord
+from swe_curate._records import CurationRecord
 from swe_curate._scorer import SandboxScorer
 from swe_curate._strengthen import Check, _cover, render_tests, strengthen_task
 from swe_curate._verdicts import Verdict
@@ -42,7 +42,7 @@ def test_loose_suite_is_strengthened_and_then_accepted(
 def test_only_too_loose_tasks_are_strengthened(tmp_path: Path) -> None:
     task = make_task(tmp_path, "good")
     rec = strengthen_task(
-        task, scorer=None, judge_record=TaskRecord(task.instance_id, "judge", Verdict.ACCEPTED)
+        task, scorer=None, judge_record=CurationRecord(task.instance_id, "judge", Verdict.ACCEPTED)
     )  # type: ignore[arg-type]
     assert rec.verdict is Verdict.NOT_STRENGTHENABLE
 

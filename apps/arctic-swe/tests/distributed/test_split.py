@@ -8,10 +8,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from arctic_swe.distributed import shard_loads, split_by_tokens
+from arctic_swe.distributed import split_by_tokens
 
 lengths_strategy = st.lists(st.integers(min_value=0, max_value=5000), max_size=64)
 world_strategy = st.integers(min_value=1, max_value=9)
+
+
+def shard_loads(lengths: list[int], shards: list[list[int]]) -> list[int]:
+    """Total length on each rank of a split."""
+    return [sum(lengths[i] for i in shard) for shard in shards]
 
 
 @given(lengths_strategy, world_strategy)

@@ -10,9 +10,9 @@ from arctic_swe.metrics import (
     health_markdown,
     health_table,
     run_health,
-    windows_markdown,
     windows_table,
 )
+from arctic_swe.metrics._health_table import _window_columns
 
 from .conftest import record
 
@@ -45,7 +45,7 @@ def test_the_health_row_of_a_run() -> None:
 
 
 def test_the_blocks_of_a_run() -> None:
-    cells = _cells(windows_markdown(ending_windows(_records(), 2)))
+    cells = dict(_window_columns(ending_windows(_records(), 2)))
     assert cells["updates"] == ["1-2", "3-4", "5-5"]
     assert cells["rollouts"] == ["32", "32", "16"]
     assert cells["ended invalid or duplicate"] == ["8", "8", "4"]
@@ -59,7 +59,9 @@ def test_the_rich_tables_hold_the_markdown_cells() -> None:
     console.print(health_table(health))
     console.print(windows_table(windows, title="blocks"))
     text = console.export_text()
-    for markdown in (health_markdown(health), windows_markdown(windows)):
-        for line in markdown.splitlines()[2:]:
-            for cell in line.strip("| ").split(" | "):
-                assert cell in text
+    for line in health_markdown(health).splitlines()[2:]:
+        for cell in line.strip("| ").split(" | "):
+            assert cell in text
+    for _name, cells in _window_columns(windows):
+        for cell in cells:
+            assert cell in text

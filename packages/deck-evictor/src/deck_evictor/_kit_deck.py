@@ -29,14 +29,14 @@ TASKS = tuple(f"t{i}" for i in range(9))
 Reload = Callable[[Any], Any]
 
 
-class ContractViolationError(AssertionError):
+class DeckContractViolationError(AssertionError):
     """A pool broke the deck contract; the message says which clause and where."""
 
 
 def check(condition: bool, message: str) -> None:
-    """Raise :class:`ContractViolationError` unless ``condition`` (unlike ``assert``, survives ``-O``)."""
+    """Raise :class:`DeckContractViolationError` unless ``condition`` (unlike ``assert``, survives ``-O``)."""
     if not condition:
-        raise ContractViolationError(message)
+        raise DeckContractViolationError(message)
 
 
 def _observe(pool: TaskPool) -> tuple[object, ...]:
@@ -274,7 +274,7 @@ def deck_contract(
     changes nothing observable and continues the same draws. Run the result with
     ``TestMine = deck_contract(...).TestCase`` or
     :func:`hypothesis.stateful.run_state_machine_as_test`. A broken clause raises
-    :class:`ContractViolationError` naming it. Raises :class:`~deck_evictor.InvalidConfigError`
+    :class:`DeckContractViolationError` naming it. Raises :class:`~deck_evictor.InvalidConfigError`
     when ``make_pool`` or ``reload`` is not callable.
     """
     if not callable(make_pool):

@@ -28,8 +28,8 @@ from deck_evictor._kit_crash import (
 )
 from deck_evictor._kit_deck import (
     TASKS,
-    ContractViolationError,
     DeckContractMachine,
+    DeckContractViolationError,
     Reload,
     deck_contract,
 )
@@ -37,10 +37,10 @@ from deck_evictor._pool import MakePool, TaskPool
 
 __all__ = [
     "TASKS",
-    "ContractViolationError",
     "CrashReport",
     "CrashSafetyError",
     "DeckContractMachine",
+    "DeckContractViolationError",
     "MakePool",
     "PersistedPool",
     "Reload",

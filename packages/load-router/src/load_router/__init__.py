@@ -2,10 +2,10 @@
 
 from load_router._engine import Engine, GenerateRequest, GenerateResult, PlacementOnlyEngine
 from load_router._errors import (
-    ConfigError,
     DuplicateEngineError,
     EngineFailedError,
     GroupTooLargeError,
+    InvalidArgumentError,
     InvalidCapError,
     InvalidGroupSizeError,
     LeaseClosedError,
@@ -48,7 +48,6 @@ from load_router._versions import (
 )
 
 __all__ = [
-    "ConfigError",
     "DuplicateEngineError",
     "Engine",
     "EngineFailedError",
@@ -58,6 +57,7 @@ __all__ = [
     "GenerateResult",
     "GroupRecord",
     "GroupTooLargeError",
+    "InvalidArgumentError",
     "InvalidCapError",
     "InvalidGroupSizeError",
     "Lease",

@@ -16,7 +16,7 @@ from typing import NoReturn
 
 import attrs
 
-from load_router._errors import ConfigError, RouterError
+from load_router._errors import InvalidArgumentError, RouterError
 from load_router._sim_config import POLICY_NAMES, SimConfig, SimResult
 from load_router._simulate import simulate
 
@@ -110,7 +110,7 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
             parser.add_argument(flag, type=kind, default=default, help=help_text)
 
 
-class _Parser(argparse.ArgumentParser):
+class _RouterParser(argparse.ArgumentParser):
     """Usage errors in one line, ``PROG: error: …`` and where to look, exit 2 (sub-parsers are
     built with the parent's class, so ``simulate`` gets this too)."""
 
@@ -120,7 +120,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m load_router`` parser (one sub-command, ``simulate``)."""
-    parser = _Parser(prog=PROG)
+    parser = _RouterParser(prog=PROG)
     commands = parser.add_subparsers(dest="command", required=True)
     sim = commands.add_parser(
         "simulate",
@@ -188,11 +188,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args["max_resident_per_engine"] = None
     try:
         config = SimConfig(**args)
-    except ConfigError as exc:
+    except InvalidArgumentError as exc:
         return _error(command, exc, USAGE_EXIT)
     try:
         baseline, candidate = run_comparison(config)
-    except ConfigError as exc:  # a combination only the simulation can refuse
+    except InvalidArgumentError as exc:  # a combination only the simulation can refuse
         return _error(command, exc, USAGE_EXIT)
     except (RouterError, RuntimeError) as exc:  # the simulation failed (the work, not the input)
         return _error(command, exc, FAILURE_EXIT)

@@ -12,12 +12,12 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
-from load_router._errors import ConfigError
+from load_router._errors import InvalidArgumentError
 
 
 def _non_negative_ints(_inst: object, attr: attrs.Attribute[object], value: object) -> None:
     if not isinstance(value, tuple) or not all(isinstance(t, int) and t >= 0 for t in value):
-        raise ConfigError(f"{attr.name} must be a tuple of non-negative token ids")
+        raise InvalidArgumentError(f"{attr.name} must be a tuple of non-negative token ids")
 
 
 @attrs.frozen
@@ -55,7 +55,7 @@ class GenerateResult:
     the newest token (the last entry of ``token_versions`` when T > 0). Left out (``None``),
     ``token_versions`` is every token at ``policy_version``.
 
-    Raises :class:`ConfigError` for mismatched lengths, negative or decreasing versions, or a
+    Raises :class:`InvalidArgumentError` for mismatched lengths, negative or decreasing versions, or a
     last version other than ``policy_version``.
     """
 
@@ -66,7 +66,7 @@ class GenerateResult:
 
     def __attrs_post_init__(self) -> None:
         if len(self.logprobs) != len(self.token_ids):
-            raise ConfigError(
+            raise InvalidArgumentError(
                 f"{len(self.token_ids)} tokens but {len(self.logprobs)} log-probs in a result"
             )
         given: object = self.token_versions  # None until filled in here
@@ -79,13 +79,15 @@ class GenerateResult:
 
 def _check_token_versions(versions: tuple[int, ...], num_tokens: int, newest: int) -> None:
     if len(versions) != num_tokens:
-        raise ConfigError(f"{num_tokens} tokens but {len(versions)} token versions in a result")
+        raise InvalidArgumentError(
+            f"{num_tokens} tokens but {len(versions)} token versions in a result"
+        )
     if any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in versions):
-        raise ConfigError(f"token versions must be non-negative ints, got {versions}")
+        raise InvalidArgumentError(f"token versions must be non-negative ints, got {versions}")
     if any(b < a for a, b in itertools.pairwise(versions)):
-        raise ConfigError(f"token versions decrease within a turn: {versions}")
+        raise InvalidArgumentError(f"token versions decrease within a turn: {versions}")
     if versions and versions[-1] != newest:
-        raise ConfigError(
+        raise InvalidArgumentError(
             f"the newest token's version {versions[-1]} is not the policy_version {newest}"
         )
 

@@ -18,19 +18,19 @@ class RetryableError(RouterError):
     """The group can be retried: release nothing, acquire a new lease and run it again."""
 
 
-class ConfigError(RouterError, ValueError):
+class InvalidArgumentError(RouterError, ValueError):
     """A constructor or call argument is invalid (zero engines, negative cap, bad size, …)."""
 
 
-class NoEnginesError(ConfigError):
+class NoEnginesError(InvalidArgumentError):
     """A router was built from an empty engine list."""
 
 
-class InvalidCapError(ConfigError):
+class InvalidCapError(InvalidArgumentError):
     """A resident cap or engine capacity is not a positive integer."""
 
 
-class DuplicateEngineError(ConfigError):
+class DuplicateEngineError(InvalidArgumentError):
     """An engine id is already registered and live."""
 
 
@@ -41,11 +41,11 @@ class UnknownEngineError(RouterError, KeyError):
         return str(self.args[0]) if self.args else "unknown engine"
 
 
-class InvalidGroupSizeError(ConfigError):
+class InvalidGroupSizeError(InvalidArgumentError):
     """A group must hold at least one rollout."""
 
 
-class GroupTooLargeError(ConfigError):
+class GroupTooLargeError(InvalidArgumentError):
     """The group holds more rollouts than any live engine may keep resident, so it can never run."""
 
     def __init__(self, size: int, largest_cap: int) -> None:
@@ -78,7 +78,7 @@ class LeaseClosedError(RouterError):
     """The lease already ended (released, failed or drained); it cannot be used or released again."""
 
 
-class StaleVersionError(ConfigError):
+class StaleVersionError(InvalidArgumentError):
     """A refresh named a policy version that is not newer than the current one."""
 
 

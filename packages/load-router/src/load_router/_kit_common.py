@@ -7,26 +7,26 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from load_router._engine import Engine
-from load_router._errors import ConfigError
+from load_router._errors import InvalidArgumentError
 from load_router._scheduler import Scheduler
 
 #: Builds the scheduler under test from the kit's engines (e.g. ``lambda engines: Router(engines)``).
 MakeScheduler = Callable[[Sequence[Engine]], Scheduler[Any]]
 
 
-class ContractViolationError(AssertionError):
+class RouterContractViolationError(AssertionError):
     """A scheduler broke the router contract; the message says which clause and where."""
 
 
 def check(condition: bool, message: str) -> None:
-    """Raise :class:`ContractViolationError` unless ``condition`` (unlike ``assert``, survives ``-O``)."""
+    """Raise :class:`RouterContractViolationError` unless ``condition`` (unlike ``assert``, survives ``-O``)."""
     if not condition:
-        raise ContractViolationError(message)
+        raise RouterContractViolationError(message)
 
 
 def validated_factory(make_scheduler: object) -> MakeScheduler:
     if not callable(make_scheduler):
-        raise ConfigError(
+        raise InvalidArgumentError(
             "make_scheduler must be a callable taking a sequence of engines and returning a "
             f"scheduler, got {make_scheduler!r}"
         )

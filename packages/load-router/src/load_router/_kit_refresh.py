@@ -215,7 +215,7 @@ def refresh_contract(make_scheduler: MakeScheduler) -> type[RefreshContractMachi
     """A hypothesis state machine checking the refresh protocol of ``make_scheduler``'s schedulers.
 
     The engines have capacity 4 each; ``make_scheduler(engines)`` builds a fresh scheduler per
-    run. Raises :class:`~load_router.ConfigError` for a non-callable factory.
+    run. Raises :class:`~load_router.InvalidArgumentError` for a non-callable factory.
     """
     factory = validated_factory(make_scheduler)
     name = getattr(factory, "__name__", "scheduler").strip("<>").replace("-", "_")

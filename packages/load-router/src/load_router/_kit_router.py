@@ -19,8 +19,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from load_router._engine import GenerateRequest
 from load_router._errors import (
-    ConfigError,
     GroupTooLargeError,
+    InvalidArgumentError,
     LeaseClosedError,
     NoEngineAvailableError,
 )
@@ -393,12 +393,14 @@ def router_contract(
     a lambda to pass options: ``lambda engines: Router(engines, policy=MyPolicy())``). Run the
     result with ``TestMine = router_contract(...).TestCase`` in a test module, or with
     :func:`hypothesis.stateful.run_state_machine_as_test`. A broken clause raises
-    :class:`ContractViolationError` naming it. Raises :class:`~load_router.ConfigError` for a
+    :class:`RouterContractViolationError` naming it. Raises :class:`~load_router.InvalidArgumentError` for a
     non-callable factory or an unknown ``placement``.
     """
     factory = validated_factory(make_scheduler)
     if placement not in get_args(Placement):
-        raise ConfigError(f"placement must be one of {get_args(Placement)}, got {placement!r}")
+        raise InvalidArgumentError(
+            f"placement must be one of {get_args(Placement)}, got {placement!r}"
+        )
     name = getattr(factory, "__name__", "scheduler").strip("<>").replace("-", "_")
     return type(
         f"RouterContract_{name}",

@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 from hypothesis import strategies as st
 
-from load_router._errors import ConfigError
+from load_router._errors import InvalidArgumentError
 from load_router._sim_config import POLICY_NAMES, SimConfig
 
 
@@ -47,12 +47,12 @@ def rollout_lengths(
     ``minimum * 2**(16 / alpha)`` (about 10 000 times ``minimum`` at the default alpha) unless
     ``maximum`` clips it first.
 
-    Raises :class:`~load_router.ConfigError` unless ``1 <= minimum <= maximum`` and ``alpha > 0``.
+    Raises :class:`~load_router.InvalidArgumentError` unless ``1 <= minimum <= maximum`` and ``alpha > 0``.
     """
     if not 1 <= minimum <= maximum:
-        raise ConfigError(f"need 1 <= minimum <= maximum, got {minimum}, {maximum}")
+        raise InvalidArgumentError(f"need 1 <= minimum <= maximum, got {minimum}, {maximum}")
     if not alpha > 0:
-        raise ConfigError(f"alpha must be > 0, got {alpha!r}")
+        raise InvalidArgumentError(f"alpha must be > 0, got {alpha!r}")
     # u = k / 2**16 from an integer k: integers shrink toward 0, so lengths shrink to `minimum`;
     # a small range keeps its top (the long tail) within reach of hypothesis's draws
     steps = st.integers(0, _UNIT - 1)
@@ -68,10 +68,10 @@ def workloads(
     """Workloads of 1..``max_groups`` groups of 1..``max_group_size`` heavy-tailed rollouts.
 
     ``lengths`` defaults to ``rollout_lengths(maximum=200)``. Raises
-    :class:`~load_router.ConfigError` for a bound below 1.
+    :class:`~load_router.InvalidArgumentError` for a bound below 1.
     """
     if max_groups < 1 or max_group_size < 1:
-        raise ConfigError(
+        raise InvalidArgumentError(
             f"max_groups and max_group_size must be >= 1, got {max_groups}, {max_group_size}"
         )
     per_rollout = lengths if lengths is not None else rollout_lengths(maximum=200)
@@ -119,9 +119,9 @@ def sim_configs(**overrides: Any) -> st.SearchStrategy[SimConfig]:
 
     Heavy-tailed turns and tokens per turn (log-normal sigmas up to 1.5), any policy, with or
     without a resident cap. Keyword ``overrides`` pin fields (``sim_configs(policy="least-loaded")``);
-    an unknown field raises :class:`~load_router.ConfigError` here rather than at draw time.
+    an unknown field raises :class:`~load_router.InvalidArgumentError` here rather than at draw time.
     """
     unknown = sorted(set(overrides) - {a.name for a in attrs.fields(SimConfig)})
     if unknown:
-        raise ConfigError(f"SimConfig has no field(s) {unknown}")
+        raise InvalidArgumentError(f"SimConfig has no field(s) {unknown}")
     return _sim_config(overrides)

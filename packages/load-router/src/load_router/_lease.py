@@ -17,7 +17,7 @@ import enum
 from typing import TYPE_CHECKING
 
 from load_router._engine import GenerateRequest, GenerateResult
-from load_router._errors import ConfigError
+from load_router._errors import InvalidArgumentError
 from load_router._versions import GroupRecord, TokenVersions
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ class Lease:
         :class:`LeaseClosedError` if the lease already ended.
         """
         if request.rollout_index >= self.size:
-            raise ConfigError(
+            raise InvalidArgumentError(
                 f"rollout_index {request.rollout_index} out of range for a group of {self.size}"
             )
         return await self._router._generate(self, request)

@@ -20,10 +20,10 @@ import attrs
 
 from load_router._engine import Engine, GenerateRequest, GenerateResult
 from load_router._errors import (
-    ConfigError,
     DuplicateEngineError,
     EngineFailedError,
     GroupTooLargeError,
+    InvalidArgumentError,
     InvalidCapError,
     InvalidGroupSizeError,
     LeaseClosedError,
@@ -85,7 +85,7 @@ def _refresh_mode(mode: RefreshMode | str) -> RefreshMode:
         return RefreshMode(mode)
     except ValueError:
         choices = ", ".join(m.value for m in RefreshMode)
-        raise ConfigError(f"refresh mode must be one of {choices}, got {mode!r}") from None
+        raise InvalidArgumentError(f"refresh mode must be one of {choices}, got {mode!r}") from None
 
 
 async def _bounded(call: Awaitable[None], timeout: float | None) -> None:
@@ -162,7 +162,7 @@ class Router:
             raise NoEnginesError("a router needs at least one engine")
         self._max_resident = _validated_cap(max_resident_per_engine, "max_resident_per_engine")
         if version < 0:
-            raise ConfigError(f"version must be >= 0, got {version}")
+            raise InvalidArgumentError(f"version must be >= 0, got {version}")
         self._policy = policy if policy is not None else LeastLoaded()
         self._index = self._policy.new_index()
         self._slots: dict[str, _Slot] = {}
@@ -357,11 +357,13 @@ class Router:
         """End an ACTIVE lease as COMPLETED or FAILED and free its resident slots.
 
         Raises :class:`LeaseClosedError` (counters untouched) if the lease already ended or
-        belongs to another router, and :class:`ConfigError` for an outcome other than
+        belongs to another router, and :class:`InvalidArgumentError` for an outcome other than
         COMPLETED/FAILED.
         """
         if outcome not in (LeaseState.COMPLETED, LeaseState.FAILED):
-            raise ConfigError(f"a caller releases as COMPLETED or FAILED, not {outcome.value}")
+            raise InvalidArgumentError(
+                f"a caller releases as COMPLETED or FAILED, not {outcome.value}"
+            )
         if lease._router is not self:
             raise LeaseClosedError(f"{lease!r} belongs to another router")
         if not lease.active:
@@ -484,7 +486,7 @@ class Router:
         chosen = _refresh_mode(mode)
         for name, value in (("turn_timeout", turn_timeout), ("refresh_timeout", refresh_timeout)):
             if value is not None and value < 0:
-                raise ConfigError(f"{name} must be >= 0, got {value}")
+                raise InvalidArgumentError(f"{name} must be >= 0, got {value}")
         if self._refreshing:
             raise RefreshInProgressError("a refresh is already running")
         if version <= self._version:

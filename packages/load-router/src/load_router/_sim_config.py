@@ -6,29 +6,31 @@ from typing import Any
 
 import attrs
 
-from load_router._errors import ConfigError
+from load_router._errors import InvalidArgumentError
 
 POLICY_NAMES = ("least-loaded", "session-hash", "round-robin")
 
 
 def _positive(_inst: object, attr: attrs.Attribute[Any], value: float) -> None:
     if value <= 0:
-        raise ConfigError(f"{attr.name} must be > 0, got {value!r}")
+        raise InvalidArgumentError(f"{attr.name} must be > 0, got {value!r}")
 
 
 def _non_negative(_inst: object, attr: attrs.Attribute[Any], value: float) -> None:
     if value < 0:
-        raise ConfigError(f"{attr.name} must be >= 0, got {value!r}")
+        raise InvalidArgumentError(f"{attr.name} must be >= 0, got {value!r}")
 
 
 def _policy_name(_inst: object, _attr: attrs.Attribute[Any], value: str) -> None:
     if value not in POLICY_NAMES:
-        raise ConfigError(f"policy must be one of {POLICY_NAMES}, got {value!r}")
+        raise InvalidArgumentError(f"policy must be one of {POLICY_NAMES}, got {value!r}")
 
 
 def _optional_cap(_inst: object, _attr: attrs.Attribute[Any], value: int | None) -> None:
     if value is not None and value <= 0:
-        raise ConfigError(f"max_resident_per_engine must be a positive int or None, got {value}")
+        raise InvalidArgumentError(
+            f"max_resident_per_engine must be a positive int or None, got {value}"
+        )
 
 
 @attrs.frozen
@@ -89,10 +91,10 @@ class SimConfig:
 
     def __attrs_post_init__(self) -> None:
         if self.warmup_updates >= self.updates:
-            raise ConfigError("warmup_updates must be smaller than updates")
+            raise InvalidArgumentError("warmup_updates must be smaller than updates")
         cap = self.max_resident_per_engine
         if cap is not None and cap < self.group_size:
-            raise ConfigError(
+            raise InvalidArgumentError(
                 f"max_resident_per_engine={cap} is smaller than group_size={self.group_size}: "
                 "no engine could ever take a group"
             )

@@ -160,7 +160,7 @@ class SimEngine:
             self.recompute_rate()
 
 
-class Trainer:
+class SimTrainer:
     """Consumes ``groups_per_update`` fresh groups per update, dropping stale ones on the way."""
 
     def __init__(self, config: SimConfig) -> None:

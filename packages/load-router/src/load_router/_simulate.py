@@ -18,7 +18,7 @@ from load_router._engine import PlacementOnlyEngine
 from load_router._policies import LeastLoaded, PlacementPolicy, RoundRobin, SessionHash
 from load_router._router import Router
 from load_router._sim_config import SimConfig, SimResult
-from load_router._sim_parts import SimEngine, SimGroup, SimRollout, Trainer
+from load_router._sim_parts import SimEngine, SimGroup, SimRollout, SimTrainer
 
 _EPS = 1e-9
 
@@ -43,7 +43,7 @@ class _Simulation:
         self.router = Router(handles, policy=_policy(config.policy))
         self.engines = {h.engine_id: SimEngine(h.engine_id, config) for h in handles}
         self.pending: deque[SimGroup] = deque()
-        self.trainer = Trainer(config)
+        self.trainer = SimTrainer(config)
         self.outstanding = 0
         self.next_group = 0
         self.peak_rollouts = 0

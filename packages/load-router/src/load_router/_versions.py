@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from load_router._errors import ConfigError
+from load_router._errors import InvalidArgumentError
 
 
 class TokenVersions:
@@ -33,13 +33,13 @@ class TokenVersions:
     def append(self, version: int, count: int) -> None:
         """Record ``count`` more tokens sampled under ``version``."""
         if version < 0 or count < 0:
-            raise ConfigError(f"version and count must be >= 0, got {version}, {count}")
+            raise InvalidArgumentError(f"version and count must be >= 0, got {version}, {count}")
         if count == 0:
             return
         if self._runs:
             last_version, last_count = self._runs[-1]
             if version < last_version:
-                raise ConfigError(
+                raise InvalidArgumentError(
                     f"policy version went backwards within a rollout: {last_version} -> {version}"
                 )
             if version == last_version:
@@ -157,9 +157,9 @@ class PolicyClock:
 
     def __init__(self, max_off_policy: int = 4, start_version: int = 0) -> None:
         if max_off_policy < 0:
-            raise ConfigError(f"max_off_policy must be >= 0, got {max_off_policy}")
+            raise InvalidArgumentError(f"max_off_policy must be >= 0, got {max_off_policy}")
         if start_version < 0:
-            raise ConfigError(f"start_version must be >= 0, got {start_version}")
+            raise InvalidArgumentError(f"start_version must be >= 0, got {start_version}")
         self.max_off_policy = max_off_policy
         self._version = start_version
         self._history: list[UpdateLagStats] = []
@@ -203,7 +203,7 @@ class PolicyClock:
         for group in groups:
             lag = group.lag_at(self._version)
             if lag < 0:
-                raise ConfigError(
+                raise InvalidArgumentError(
                     f"group {group.group_id!r} has tokens from version {group.oldest_version}, "
                     f"newer than the trainer's {self._version}"
                 )

@@ -22,7 +22,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
         "load_router.testing needs hypothesis: pip install 'load-router[testing]'"
     ) from exc
 
-from load_router._kit_common import ContractViolationError, MakeScheduler
+from load_router._kit_common import MakeScheduler, RouterContractViolationError
 from load_router._kit_engines import InstantEngine, SteppedEngine
 from load_router._kit_refresh import RefreshContractMachine, refresh_contract
 from load_router._kit_router import Placement, RouterContractMachine, router_contract
@@ -30,12 +30,12 @@ from load_router._kit_strategies import Workload, rollout_lengths, sim_configs, 
 from load_router._scheduler import Scheduler, SchedulerLease
 
 __all__ = [
-    "ContractViolationError",
     "InstantEngine",
     "MakeScheduler",
     "Placement",
     "RefreshContractMachine",
     "RouterContractMachine",
+    "RouterContractViolationError",
     "Scheduler",
     "SchedulerLease",
     "SteppedEngine",

@@ -9,13 +9,14 @@ scorer is swe-sandbox's grader, exactly as training uses it.
 
 from swe_curate._audit import STAGE as AUDIT_STAGE
 from swe_curate._audit import AuditConfig, audit_task, binding_assertions
-from swe_curate._chat import ChatClient, ChatConfig, ChatReply, TokenUsage, ToolCall
+from swe_curate._chat import ChatClient, ChatConfig, ChatReply, ChatToolCall, TokenUsage
 from swe_curate._correct import CORRECT_MUTATORS, correct_counterfactuals
 from swe_curate._counterfactual import Counterfactual, Kind
 from swe_curate._diff import apply_patch, make_patch, parse_patch, render_patch
 from swe_curate._differential import ProbeCase, ProbeResult, candidate_cases, distinguishing
 from swe_curate._errors import (
     CurateError,
+    CuratePatchApplyError,
     JudgeError,
     JudgeGarbageError,
     JudgeTimeoutError,
@@ -23,7 +24,6 @@ from swe_curate._errors import (
     MissingRepoError,
     MissingTestCommandError,
     MutationError,
-    PatchApplyError,
     PatchFormatError,
     ScorerError,
     TaskInputError,
@@ -44,8 +44,8 @@ from swe_curate._judging import JudgeConfig, judge_context, judge_task, task_aft
 from swe_curate._leeway import rename_private_helpers, vary_messages
 from swe_curate._llm_judge import LLMJudge
 from swe_curate._pooled import PooledScorer, PoolRunner
-from swe_curate._records import RecordStore, TaskRecord, summarize
-from swe_curate._run import RunConfig, RunOutput, run_pipeline, stage_rates
+from swe_curate._records import CurationRecord, RecordStore, summarize
+from swe_curate._run import PipelineConfig, RunOutput, run_pipeline, stage_rates
 from swe_curate._scorer import SandboxScorer, Scorer, TaskTree
 from swe_curate._source import PatchedTree
 from swe_curate._special_case import special_case_issue_examples
@@ -62,8 +62,11 @@ __all__ = [
     "ChatClient",
     "ChatConfig",
     "ChatReply",
+    "ChatToolCall",
     "Counterfactual",
     "CurateError",
+    "CuratePatchApplyError",
+    "CurationRecord",
     "Finding",
     "ImportedRow",
     "InjectConfig",
@@ -81,26 +84,23 @@ __all__ = [
     "MissingTestCommandError",
     "MutationError",
     "OfflineJudge",
-    "PatchApplyError",
     "PatchFormatError",
     "PatchedTree",
+    "PipelineConfig",
     "PoolRunner",
     "PooledScorer",
     "ProbeCase",
     "ProbeResult",
     "RecordStore",
     "RowFormat",
-    "RunConfig",
     "RunOutput",
     "SandboxScorer",
     "Scorer",
     "ScorerError",
     "StrengthenConfig",
     "TaskInputError",
-    "TaskRecord",
     "TaskTree",
     "TokenUsage",
-    "ToolCall",
     "Verdict",
     "__version__",
     "apply_patch",

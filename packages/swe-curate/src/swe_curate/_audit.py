@@ -17,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from swe_curate._errors import CurateError, PatchApplyError, ScorerError, TaskInputError
+from swe_curate._errors import CurateError, CuratePatchApplyError, ScorerError, TaskInputError
 from swe_curate._probe import (
     ASSERT_PLUGIN,
     ASSERT_PLUGIN_SOURCE,
@@ -25,7 +25,7 @@ from swe_curate._probe import (
     parse_probe_output,
     with_file,
 )
-from swe_curate._records import TaskRecord
+from swe_curate._records import CurationRecord
 from swe_curate._scorer import Scorer
 from swe_curate._verdicts import Verdict
 from swe_sandbox import GradeResult, TaskSpec, TestOutcome
@@ -63,12 +63,14 @@ def _always(table: Mapping[str, list[str]], test: str, outcome: TestOutcome) -> 
     return all(value == outcome.value for value in seen)
 
 
-def audit_task(task: TaskSpec, scorer: Scorer, config: AuditConfig = AuditConfig()) -> TaskRecord:
+def audit_task(
+    task: TaskSpec, scorer: Scorer, config: AuditConfig = AuditConfig()
+) -> CurationRecord:
     """Run Pipeline 1 on one task; never raises for task-level problems (they become verdicts)."""
     began = time.monotonic()
 
-    def record(verdict: Verdict, reason: str, measurements: dict[str, Any]) -> TaskRecord:
-        return TaskRecord(
+    def record(verdict: Verdict, reason: str, measurements: dict[str, Any]) -> CurationRecord:
+        return CurationRecord(
             task.instance_id,
             STAGE,
             verdict,
@@ -84,7 +86,7 @@ def audit_task(task: TaskSpec, scorer: Scorer, config: AuditConfig = AuditConfig
     try:
         buggy = [scorer.grade(task, "") for _ in range(config.reruns)]
         gold = [scorer.grade(task, task.gold_patch) for _ in range(config.reruns)]
-    except PatchApplyError as exc:
+    except CuratePatchApplyError as exc:
         return record(Verdict.PATCH_DOES_NOT_APPLY, f"gold patch: {exc}", {})
     except TaskInputError as exc:
         return record(Verdict.for_input_error(exc), str(exc), {})
@@ -147,7 +149,7 @@ def _judge_runs(
             measurements["binding_assertions"] = binding_assertions(
                 task, scorer, measured_f2p, config
             )
-        except (ScorerError, PatchApplyError) as exc:
+        except (ScorerError, CuratePatchApplyError) as exc:
             measurements["binding_error"] = str(exc)
     return (Verdict.ADMITTED, f"{len(measured_f2p)} F2P, {len(measured_p2p)} P2P", measurements)
 

@@ -80,7 +80,7 @@ class TokenUsage:
 
 
 @attrs.frozen
-class ToolCall:
+class ChatToolCall:
     """One function call the model asked for; ``arguments`` is the decoded JSON object."""
 
     id: str
@@ -94,7 +94,7 @@ class ChatReply:
 
     message: Message
     content: str
-    tool_calls: tuple[ToolCall, ...]
+    tool_calls: tuple[ChatToolCall, ...]
     finish_reason: str
 
 
@@ -203,7 +203,7 @@ def parse_completion(raw: bytes | str) -> ChatReply:
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         text = raw if isinstance(raw, str) else raw[:200].decode(errors="replace")
         raise JudgeGarbageError(f"not a chat completion: {text[:200]!r}") from exc
-    calls: list[ToolCall] = []
+    calls: list[ChatToolCall] = []
     for raw_call in message.get("tool_calls") or ():
         try:
             function = raw_call["function"]
@@ -218,7 +218,7 @@ def parse_completion(raw: bytes | str) -> ChatReply:
                 raise TypeError("arguments are not a JSON object")
         except (ValueError, TypeError):
             decoded = {"__invalid__": str(arguments)[:500]}
-        calls.append(ToolCall(call_id, name, decoded))
+        calls.append(ChatToolCall(call_id, name, decoded))
     return ChatReply(
         message={k: v for k, v in message.items() if k in ("role", "content", "tool_calls")},
         content=str(message.get("content") or ""),

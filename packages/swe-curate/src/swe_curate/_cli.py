@@ -36,8 +36,8 @@ from swe_curate._judge import Judge, OfflineJudge
 from swe_curate._judging import judge_task
 from swe_curate._llm_judge import LLMJudge
 from swe_curate._pooled import PoolRunner
-from swe_curate._records import RecordStore, TaskRecord, summarize
-from swe_curate._run import RunConfig, RunOutput, run_pipeline, stage_rates
+from swe_curate._records import CurationRecord, RecordStore, summarize
+from swe_curate._run import PipelineConfig, RunOutput, run_pipeline, stage_rates
 from swe_curate._scorer import SandboxScorer
 from swe_curate._strengthen import strengthen_task
 from swe_curate._verdicts import Verdict
@@ -63,7 +63,7 @@ def _inputs() -> Iterator[None]:
         raise UsageError(str(exc) or type(exc).__name__) from exc
 
 
-def summary_table(records: Sequence[TaskRecord], title: str) -> Table:
+def summary_table(records: Sequence[CurationRecord], title: str) -> Table:
     """Admitted / each rejection class with counts and percentages."""
     table = Table(title=title)
     table.add_column("verdict")
@@ -110,9 +110,9 @@ def _run_stage(
     store: RecordStore,
     stage: str,
     rows: Iterable[ImportedRow],
-    work: Callable[[TaskSpec], TaskRecord | None],
+    work: Callable[[TaskSpec], CurationRecord | None],
     wanted: Callable[[str], bool] = lambda instance_id: True,
-) -> list[TaskRecord]:
+) -> list[CurationRecord]:
     done = store.done(stage)
     pending = [row for row in rows if row.instance_id not in done and wanted(row.instance_id)]
     console.print(f"{stage}: {len(done)} task(s) already judged, {len(pending)} to go")
@@ -120,7 +120,7 @@ def _run_stage(
         bar = progress.add_task(stage, total=len(pending), last="")
         for row in pending:
             if row.task is None:
-                record: TaskRecord | None = TaskRecord(
+                record: CurationRecord | None = CurationRecord(
                     row.instance_id, stage, row.verdict, row.error
                 )
             else:
@@ -128,9 +128,9 @@ def _run_stage(
                     record = work(row.task)
                 except TaskInputError as exc:
                     verdict = Verdict.for_input_error(exc)
-                    record = TaskRecord(row.instance_id, stage, verdict, str(exc))
+                    record = CurationRecord(row.instance_id, stage, verdict, str(exc))
                 except CurateError as exc:  # a stage never stops the run for one task
-                    record = TaskRecord(row.instance_id, stage, Verdict.SANDBOX_ERROR, str(exc))
+                    record = CurationRecord(row.instance_id, stage, Verdict.SANDBOX_ERROR, str(exc))
             if record is not None:
                 store.append(record)
                 progress.update(bar, last=f"{record.instance_id}: {record.verdict.value}")
@@ -175,7 +175,7 @@ def cmd_judge(args: argparse.Namespace, console: Console) -> int:
     with _inputs():
         judge = _judge_from(args)
 
-    def work(task: TaskSpec) -> TaskRecord | None:
+    def work(task: TaskSpec) -> CurationRecord | None:
         return judge_task(task, scorer, judge, audits.get(task.instance_id))
 
     def wanted(instance_id: str) -> bool:
@@ -193,7 +193,7 @@ def cmd_strengthen(args: argparse.Namespace, console: Console) -> int:
     judged, audits = store.latest("judge"), store.latest("audit")
     deck = Path(args.deck) if args.deck else None
 
-    def work(task: TaskSpec) -> TaskRecord | None:
+    def work(task: TaskSpec) -> CurationRecord | None:
         verdict = judged.get(task.instance_id)
         if verdict is None or verdict.verdict is not Verdict.TOO_LOOSE:
             why = (
@@ -201,7 +201,7 @@ def cmd_strengthen(args: argparse.Namespace, console: Console) -> int:
                 if verdict is None
                 else f"judge verdict is {verdict.verdict.value}; only too_loose suites are strengthened"
             )
-            return TaskRecord(task.instance_id, "strengthen", Verdict.SKIPPED, why)
+            return CurationRecord(task.instance_id, "strengthen", Verdict.SKIPPED, why)
         record = strengthen_task(task, scorer, verdict, audits.get(task.instance_id))
         if deck is not None and record.verdict is Verdict.STRENGTHENED:
             _append_row(deck, record.measurements["task"])
@@ -248,7 +248,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         raise UsageError(f"--force: no row of {args.tasks} has the id(s) {unknown}")
     with _inputs():  # a misconfigured judge fails here, before any sandbox starts
         _judge_from(args)
-    config = RunConfig(
+    config = PipelineConfig(
         workers=args.workers,
         force=frozenset(args.force or ()),
         audit=AuditConfig(reruns=args.reruns, binding=not args.no_binding),
@@ -265,7 +265,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
             progress.update(bar, total=pending)
             console.print(f"run: {skipped} task(s) already finished, {pending} to go")
 
-        def on_done(record: TaskRecord) -> None:
+        def on_done(record: CurationRecord) -> None:
             progress.update(bar, advance=1, last=f"{record.instance_id}: {record.verdict.value}")
 
         finals = run_pipeline(
@@ -316,7 +316,7 @@ def _positive(kind: type[int] | type[float]) -> Callable[[str], float]:
     return parse
 
 
-class _Parser(argparse.ArgumentParser):
+class _CurateParser(argparse.ArgumentParser):
     """Usage errors in one line (``swe-curate <cmd>: error: ...``), exit 2."""
 
     def error(self, message: str) -> NoReturn:
@@ -324,12 +324,12 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-_Sub: TypeAlias = "argparse._SubParsersAction[_Parser]"  # what add_subparsers returns
+_Sub: TypeAlias = "argparse._SubParsersAction[_CurateParser]"  # what add_subparsers returns
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``swe-curate`` parser: one sub-command per stage, ``run`` for all of them."""
-    parser = _Parser(
+    parser = _CurateParser(
         prog="swe-curate", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     sub = parser.add_subparsers(dest="command", required=True)

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from swe_curate._errors import PatchApplyError, PatchFormatError
+from swe_curate._errors import CuratePatchApplyError, PatchFormatError
 
 _HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _NO_NEWLINE = "\\ No newline at end of file"
@@ -150,7 +150,7 @@ def _apply_file(old_text: str, fp: FilePatch) -> str:
         stated = max(hunk.old_start - 1, 0) if want else hunk.old_start
         at = _locate(src, want, stated + offset, cursor)
         if at is None:
-            raise PatchApplyError(
+            raise CuratePatchApplyError(
                 f"{fp.path}: hunk @@ -{hunk.old_start} does not match the file "
                 f"(first expected line {want[0].rstrip()!r})"
                 if want
@@ -179,7 +179,7 @@ def _locate(src: Sequence[str], want: Sequence[str], guess: int, floor: int) -> 
 def apply_patch(files: Mapping[str, str], patch: str | Sequence[FilePatch]) -> dict[str, str]:
     """Apply ``patch`` to ``files`` (repo-relative path → text); return the touched files' new text.
 
-    Files the patch deletes are absent from the result. Raises :class:`PatchApplyError` when a
+    Files the patch deletes are absent from the result. Raises :class:`CuratePatchApplyError` when a
     file is missing or a hunk does not match, :class:`PatchFormatError` for a malformed diff.
     """
     patches = parse_patch(patch) if isinstance(patch, str) else list(patch)
@@ -192,7 +192,7 @@ def apply_patch(files: Mapping[str, str], patch: str | Sequence[FilePatch]) -> d
         elif fp.old_path in files:
             old = files[fp.old_path]
         else:
-            raise PatchApplyError(f"{fp.old_path}: file not found in the tree")
+            raise CuratePatchApplyError(f"{fp.old_path}: file not found in the tree")
         new = _apply_file(old, fp)
         if fp.new_path != DEV_NULL:
             result[fp.new_path] = new

@@ -3,6 +3,8 @@ recorded against its task as a rejection reason instead of stopping the run."""
 
 from __future__ import annotations
 
+from swe_sandbox import PatchApplyError
+
 
 class CurateError(Exception):
     """Base class of every error raised by swe-curate."""
@@ -28,8 +30,13 @@ class PatchFormatError(CurateError):
     """A text is not a well-formed unified diff."""
 
 
-class PatchApplyError(CurateError):
-    """A unified diff does not apply to the tree it was meant for (context mismatch, missing file)."""
+class CuratePatchApplyError(CurateError, PatchApplyError):
+    """A unified diff does not apply to the tree it was meant for (context mismatch, missing file).
+
+    The same failure as :class:`swe_sandbox.PatchApplyError` (which it subclasses, so
+    ``except swe_sandbox.PatchApplyError`` catches both), raised as a :class:`CurateError` so a
+    curation stage records it against the task like every other curation failure.
+    """
 
 
 class MutationError(CurateError):

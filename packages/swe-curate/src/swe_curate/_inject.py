@@ -30,7 +30,7 @@ from swe_curate._diff import make_patch
 from swe_curate._differential import module_name
 from swe_curate._errors import CurateError, MutationError
 from swe_curate._importers import task_to_row
-from swe_curate._records import TaskRecord
+from swe_curate._records import CurationRecord
 from swe_curate._scorer import Scorer
 from swe_curate._source import (
     ChangedFunction,
@@ -203,7 +203,7 @@ def inject(
     config: InjectConfig = InjectConfig(),
     *,
     name: str | None = None,
-) -> Iterator[TaskRecord]:
+) -> Iterator[CurationRecord]:
     """Yield one record per graded mutant; kept ones carry their task row in ``measurements``.
 
     The mutated trees are written under ``out_dir/<instance_id>/``.
@@ -244,7 +244,7 @@ def _try_mutant(
     index: int,
     mutant: Mutant,
     describe: bool,
-) -> TaskRecord:
+) -> CurationRecord:
     began = time.monotonic()
     instance_id = f"{name}-{mutant.mutator}-{index}"
     patch = make_patch({mutant.path: mutant.original}, {mutant.path: mutant.mutated})
@@ -255,8 +255,8 @@ def _try_mutant(
         "description": mutant.description,
     }
 
-    def record(verdict: Verdict, reason: str) -> TaskRecord:
-        return TaskRecord(
+    def record(verdict: Verdict, reason: str) -> CurationRecord:
+        return CurationRecord(
             instance_id, STAGE, verdict, reason, measurements, elapsed_s=time.monotonic() - began
         )
 

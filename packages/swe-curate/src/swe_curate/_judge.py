@@ -18,7 +18,7 @@ from swe_curate._ast_safe import parse_source
 from swe_curate._correct import correct_counterfactuals
 from swe_curate._counterfactual import Counterfactual
 from swe_curate._diff import touched_paths
-from swe_curate._errors import MutationError, PatchApplyError, PatchFormatError
+from swe_curate._errors import CuratePatchApplyError, MutationError, PatchFormatError
 from swe_curate._issue import issue_examples
 from swe_curate._source import PatchedTree
 from swe_curate._wrong import wrong_counterfactuals
@@ -139,7 +139,7 @@ class OfflineJudge:
     def counterfactuals(self, ctx: JudgeContext) -> list[Counterfactual]:
         try:
             tree = PatchedTree.from_patch(ctx.gold_sources(), ctx.gold_patch)
-        except (PatchApplyError, PatchFormatError) as exc:
+        except (CuratePatchApplyError, PatchFormatError) as exc:
             raise MutationError(f"gold patch cannot be replayed for mutation: {exc}") from exc
         issue = ctx.problem_statement
         found = [
@@ -180,7 +180,7 @@ def _demanded_symbols(ctx: JudgeContext) -> set[str]:
     try:
         tree = PatchedTree.from_patch(ctx.gold_sources(), ctx.gold_patch)
         changed = {f.qualname.rsplit(".", 1)[-1] for f in tree.changed_functions()}
-    except (PatchApplyError, PatchFormatError, MutationError):
+    except (CuratePatchApplyError, PatchFormatError, MutationError):
         return set()
     used: set[str] = set()
     for source in ctx.test_sources().values():

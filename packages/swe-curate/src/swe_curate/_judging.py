@@ -27,18 +27,18 @@ from swe_curate._diff import apply_patch
 from swe_curate._differential import candidate_cases, distinguishing
 from swe_curate._errors import (
     CurateError,
+    CuratePatchApplyError,
     JudgeError,
     JudgeGarbageError,
     JudgeTimeoutError,
     MutationError,
-    PatchApplyError,
     PatchFormatError,
     ScorerError,
     TaskInputError,
 )
 from swe_curate._issue import issue_examples, named_functions
 from swe_curate._judge import Judge, JudgeContext
-from swe_curate._records import TaskRecord
+from swe_curate._records import CurationRecord
 from swe_curate._scorer import Scorer, TaskTree
 from swe_curate._source import PatchedTree, iter_functions
 from swe_curate._verdicts import Verdict
@@ -55,7 +55,7 @@ class JudgeConfig:
     max_counterfactuals: int = 40
 
 
-def task_after_audit(task: TaskSpec, audit: TaskRecord | None) -> TaskSpec:
+def task_after_audit(task: TaskSpec, audit: CurationRecord | None) -> TaskSpec:
     """The task with the F2P/P2P lists Pipeline 1 measured (e.g. R2E-Gym rows, which publish
     only the post-fix pattern)."""
     if audit is None or audit.verdict is not Verdict.ADMITTED:
@@ -90,7 +90,7 @@ def _score(scorer: Scorer, task: TaskSpec, cfs: Sequence[Counterfactual]) -> lis
         entry = cf.to_json()
         try:
             grade = scorer.grade(task, cf.patch)
-        except PatchApplyError as exc:
+        except CuratePatchApplyError as exc:
             entry.update(reward=None, error=f"does not apply: {exc}")
         else:
             entry.update(
@@ -119,7 +119,7 @@ def _triage(
         cases = candidate_cases(
             tree, ctx.test_sources(), examples=issue_examples(ctx.problem_statement), only=targets
         )
-    except (PatchApplyError, PatchFormatError, MutationError):
+    except (CuratePatchApplyError, PatchFormatError, MutationError):
         return
     if not cases:
         return  # nothing probeable (methods only): count every passing wrong patch
@@ -145,7 +145,7 @@ def _changed_functions(tree: PatchedTree, patch: str) -> set[str]:
     """Qualnames of functions whose code ``patch`` makes differ from gold."""
     try:
         files = apply_patch(tree.buggy, patch)
-    except (PatchApplyError, PatchFormatError):
+    except (CuratePatchApplyError, PatchFormatError):
         return set()
     changed: set[str] = set()
     for path, gold_text in tree.gold.items():
@@ -182,18 +182,18 @@ def judge_task(
     task: TaskSpec,
     scorer: Scorer,
     judge: Judge,
-    audit: TaskRecord | None = None,
+    audit: CurationRecord | None = None,
     config: JudgeConfig = JudgeConfig(),
-) -> TaskRecord:
+) -> CurationRecord:
     """Run Pipeline 2 on one task; judge and sandbox failures become recorded verdicts."""
     began = time.monotonic()
     task = task_after_audit(task, audit)
     measurements: dict[str, Any] = {"judge": judge.name}
     evidence: list[dict[str, Any]] = []
 
-    def record(verdict: Verdict, reason: str, rewrite: str | None = None) -> TaskRecord:
+    def record(verdict: Verdict, reason: str, rewrite: str | None = None) -> CurationRecord:
         measurements["judge_usage"] = judge.usage()
-        return TaskRecord(
+        return CurationRecord(
             task.instance_id,
             STAGE,
             verdict,
@@ -224,12 +224,12 @@ def _questions(
     task: TaskSpec,
     scorer: Scorer,
     judge: Judge,
-    audit: TaskRecord | None,
+    audit: CurationRecord | None,
     config: JudgeConfig,
     measurements: dict[str, Any],
     evidence: list[dict[str, Any]],
-    record: Callable[..., TaskRecord],
-) -> TaskRecord:
+    record: Callable[..., CurationRecord],
+) -> CurationRecord:
     ctx = judge_context(task, audit.measurements if audit else {})
     q1 = judge.gold_fixes_issue(ctx)
     measurements["q1"] = {"holds": q1.holds, "rationale": q1.rationale}

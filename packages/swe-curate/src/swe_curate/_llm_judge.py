@@ -22,10 +22,10 @@ from typing import Any
 import attrs
 
 from swe_curate._ast_safe import parse_source
-from swe_curate._chat import ChatClient, Message, ToolCall
+from swe_curate._chat import ChatClient, ChatToolCall, Message
 from swe_curate._counterfactual import Counterfactual, Kind
 from swe_curate._diff import apply_patch, touched_paths
-from swe_curate._errors import JudgeGarbageError, PatchApplyError, PatchFormatError
+from swe_curate._errors import CuratePatchApplyError, JudgeGarbageError, PatchFormatError
 from swe_curate._judge import Finding, JudgeContext
 from swe_curate._source import PatchedTree
 
@@ -234,7 +234,7 @@ class LLMJudge:
     def _dispatch(
         self,
         ctx: JudgeContext,
-        call: ToolCall,
+        call: ChatToolCall,
         handlers: dict[str, Callable[[dict[str, Any]], str]],
     ) -> str:
         if "__invalid__" in call.arguments:
@@ -272,7 +272,7 @@ class LLMJudge:
             for path in paths:
                 files[path] = ctx.read_file(path)
             patched = apply_patch(files, patch)
-        except (PatchFormatError, PatchApplyError, FileNotFoundError) as exc:
+        except (PatchFormatError, CuratePatchApplyError, FileNotFoundError) as exc:
             return f"error: patch rejected: {exc}"
         if kind_raw == "wrong" and (leaked := withheld_literals(ctx, files, patched)):
             return (
@@ -336,7 +336,7 @@ def withheld_literals(
             continue
     added = _constants(after) - _constants(before)
     hidden = _constants(withheld) - _constants(before)
-    with contextlib.suppress(PatchApplyError, PatchFormatError):
+    with contextlib.suppress(CuratePatchApplyError, PatchFormatError):
         hidden -= _constants(PatchedTree.from_patch(ctx.gold_sources(), ctx.gold_patch).gold)
     issue = ctx.problem_statement
     return sorted(

@@ -25,7 +25,7 @@ JSONValue = Any
 
 
 @attrs.frozen
-class TaskRecord:
+class CurationRecord:
     """The outcome of one stage (``audit``, ``judge``, ``strengthen``, ``inject``) for one task.
 
     ``measurements`` holds everything that was measured (per-test outcomes per run, timings,
@@ -58,7 +58,7 @@ class TaskRecord:
         return json.dumps(payload, sort_keys=True, default=str)
 
     @classmethod
-    def from_json(cls, line: str) -> TaskRecord:
+    def from_json(cls, line: str) -> CurationRecord:
         """Parse one line written by :meth:`to_json`; raises :class:`CurateError` on bad input."""
         try:
             raw = json.loads(line)
@@ -78,12 +78,12 @@ class TaskRecord:
 
 
 class RecordStore:
-    """Append-only JSON-lines file of :class:`TaskRecord`, one per judged (task, stage)."""
+    """Append-only JSON-lines file of :class:`CurationRecord`, one per judged (task, stage)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
 
-    def __iter__(self) -> Iterator[TaskRecord]:
+    def __iter__(self) -> Iterator[CurationRecord]:
         if not self.path.exists():
             return
         with self.path.open(encoding="utf-8") as handle:
@@ -93,13 +93,13 @@ class RecordStore:
                     return
                 stripped = line.strip()
                 if stripped:
-                    yield TaskRecord.from_json(stripped)
+                    yield CurationRecord.from_json(stripped)
 
-    def records(self, stage: str | None = None) -> list[TaskRecord]:
+    def records(self, stage: str | None = None) -> list[CurationRecord]:
         """All complete records, optionally only those of one stage, in file order."""
         return [rec for rec in self if stage is None or rec.stage == stage]
 
-    def latest(self, stage: str) -> dict[str, TaskRecord]:
+    def latest(self, stage: str) -> dict[str, CurationRecord]:
         """The last record of ``stage`` per instance id."""
         return {rec.instance_id: rec for rec in self.records(stage)}
 
@@ -107,7 +107,7 @@ class RecordStore:
         """Instance ids already judged for ``stage`` (what a resumed run skips)."""
         return {rec.instance_id for rec in self.records(stage)}
 
-    def append(self, record: TaskRecord) -> None:
+    def append(self, record: CurationRecord) -> None:
         """Durably append one record (fsynced before returning)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         line = record.to_json() + "\n"
@@ -132,7 +132,7 @@ class RecordStore:
         handle.seek(keep)
 
 
-def summarize(records: list[TaskRecord]) -> dict[Verdict, int]:
+def summarize(records: list[CurationRecord]) -> dict[Verdict, int]:
     """Count records per verdict (the CLI's summary table)."""
     counts: dict[Verdict, int] = {}
     for rec in records:

@@ -31,7 +31,7 @@ from swe_curate._importers import ImportedRow, task_to_row
 from swe_curate._judge import Judge
 from swe_curate._judging import STAGE as JUDGE
 from swe_curate._judging import JudgeConfig, judge_task, task_after_audit
-from swe_curate._records import RecordStore, TaskRecord
+from swe_curate._records import CurationRecord, RecordStore
 from swe_curate._scorer import Scorer
 from swe_curate._strengthen import STAGE as STRENGTHEN
 from swe_curate._strengthen import StrengthenConfig, strengthen_task
@@ -44,8 +44,8 @@ STAGES = (AUDIT, JUDGE, STRENGTHEN)
 
 
 @attrs.frozen
-class RunConfig:
-    """Knobs of one batch run (the CLI's flags)."""
+class PipelineConfig:
+    """Knobs of one batch run, :func:`run_pipeline` (the ``swe-curate run`` flags)."""
 
     workers: int = 1
     force: frozenset[str] = frozenset()
@@ -87,33 +87,33 @@ class _Ledger:
         self._done = {stage: store.latest(stage) for stage in STAGES}
         self._force = force
 
-    def reusable(self, stage: str, instance_id: str) -> TaskRecord | None:
+    def reusable(self, stage: str, instance_id: str) -> CurationRecord | None:
         if instance_id in self._force:
             return None
         return self._done[stage].get(instance_id)
 
-    def append(self, record: TaskRecord) -> TaskRecord:
+    def append(self, record: CurationRecord) -> CurationRecord:
         with self._lock:
             self.store.append(record)
         return record
 
 
 def _stage(
-    ledger: _Ledger, stage: str, instance_id: str, work: Callable[[], TaskRecord]
-) -> TaskRecord:
+    ledger: _Ledger, stage: str, instance_id: str, work: Callable[[], CurationRecord]
+) -> CurationRecord:
     """The stage's record: reused from an interrupted run, or computed and appended now."""
     found = ledger.reusable(stage, instance_id)
     return found if found is not None else ledger.append(work())
 
 
 def curate_one(
-    row: ImportedRow, scorer: Scorer, judge: Judge, ledger: _Ledger, config: RunConfig
-) -> TaskRecord:
+    row: ImportedRow, scorer: Scorer, judge: Judge, ledger: _Ledger, config: PipelineConfig
+) -> CurationRecord:
     """All stages for one row; returns the final record (also appended)."""
     began = time.monotonic()
     iid = row.instance_id
     if row.task is None:
-        bad = TaskRecord(iid, AUDIT, row.verdict, row.error)
+        bad = CurationRecord(iid, AUDIT, row.verdict, row.error)
         return ledger.append(_final(ledger.append(bad), None, began))
     task = row.task
     audit = _stage(ledger, AUDIT, iid, lambda: audit_task(task, scorer, config.audit))
@@ -127,7 +127,7 @@ def curate_one(
         kept = task_to_row(_kept_task(task, audit, judged))
     if judged.verdict is not Verdict.TOO_LOOSE:
         why = f"judge verdict is {judged.verdict.value}; only too_loose suites are strengthened"
-        ledger.append(TaskRecord(iid, STRENGTHEN, Verdict.SKIPPED, why))
+        ledger.append(CurationRecord(iid, STRENGTHEN, Verdict.SKIPPED, why))
         return ledger.append(_final(judged, kept, began))
     repaired = _stage(
         ledger,
@@ -140,15 +140,15 @@ def curate_one(
     return ledger.append(_final(repaired, kept, began))
 
 
-def _kept_task(task: TaskSpec, audit: TaskRecord, judged: TaskRecord) -> TaskSpec:
+def _kept_task(task: TaskSpec, audit: CurationRecord, judged: CurationRecord) -> TaskSpec:
     kept = task_after_audit(task, audit)
     if judged.verdict is Verdict.ISSUE_REWRITTEN and judged.rewritten_issue:
         kept = attrs.evolve(kept, problem_statement=judged.rewritten_issue)
     return kept
 
 
-def _final(last: TaskRecord, kept: dict[str, Any] | None, began: float) -> TaskRecord:
-    return TaskRecord(
+def _final(last: CurationRecord, kept: dict[str, Any] | None, began: float) -> CurationRecord:
+    return CurationRecord(
         last.instance_id,
         FINAL,
         last.verdict,
@@ -163,10 +163,10 @@ def run_pipeline(
     output: RunOutput,
     scorer_factory: Callable[[], Scorer],
     judge_factory: Callable[[], Judge],
-    config: RunConfig = RunConfig(),
-    on_done: Callable[[TaskRecord], None] = lambda record: None,
+    config: PipelineConfig = PipelineConfig(),
+    on_done: Callable[[CurationRecord], None] = lambda record: None,
     on_start: Callable[[int, int], None] = lambda pending, skipped: None,
-) -> list[TaskRecord]:
+) -> list[CurationRecord]:
     """Curate every row not finished yet; returns the final records of this batch's ids.
 
     ``scorer_factory`` / ``judge_factory`` make one scorer and one judge per worker thread.
@@ -185,7 +185,7 @@ def run_pipeline(
     made: list[tuple[Scorer, Judge]] = []
     made_lock = threading.Lock()
 
-    def worker(row: ImportedRow) -> TaskRecord:
+    def worker(row: ImportedRow) -> CurationRecord:
         if not hasattr(local, "tools"):
             local.tools = (scorer_factory(), judge_factory())
             with made_lock:
@@ -194,10 +194,10 @@ def run_pipeline(
         try:
             return curate_one(row, scorer, judge, ledger, config)
         except TaskInputError as exc:  # raised outside a stage (e.g. by the pool's loader)
-            failed = TaskRecord(row.instance_id, AUDIT, Verdict.for_input_error(exc), str(exc))
+            failed = CurationRecord(row.instance_id, AUDIT, Verdict.for_input_error(exc), str(exc))
             return ledger.append(_final(ledger.append(failed), None, time.monotonic()))
         except CurateError as exc:
-            failed = TaskRecord(row.instance_id, AUDIT, Verdict.SANDBOX_ERROR, str(exc))
+            failed = CurationRecord(row.instance_id, AUDIT, Verdict.SANDBOX_ERROR, str(exc))
             return ledger.append(_final(ledger.append(failed), None, time.monotonic()))
 
     try:
@@ -252,7 +252,7 @@ def _atomic_lines(path: Path, lines: Sequence[str]) -> None:
     os.replace(tmp, path)
 
 
-def stage_rates(records: Iterable[TaskRecord]) -> dict[str, Mapping[str, float]]:
+def stage_rates(records: Iterable[CurationRecord]) -> dict[str, Mapping[str, float]]:
     """Per stage: tasks, summed seconds and tasks per hour of one worker (from ``elapsed_s``)."""
     totals: dict[str, list[float]] = {}
     for rec in records:

@@ -17,10 +17,10 @@ from typing import Protocol
 
 from swe_curate._errors import (
     CurateError,
+    CuratePatchApplyError,
     MalformedRowError,
     MissingRepoError,
     MissingTestCommandError,
-    PatchApplyError,
     ScorerError,
 )
 from swe_sandbox import (
@@ -29,6 +29,7 @@ from swe_sandbox import (
     ExecResult,
     GradeResult,
     Limits,
+    PatchApplyError,
     RepoNotFoundError,
     Sandbox,
     SandboxError,
@@ -37,7 +38,6 @@ from swe_sandbox import (
     TestCommandNotFoundError,
     prepare_repo,
 )
-from swe_sandbox import PatchApplyError as SandboxPatchApplyError
 
 
 class Scorer(Protocol):
@@ -69,7 +69,7 @@ def input_error(task: TaskSpec, exc: SandboxError, doing: str) -> CurateError:
 class SandboxScorer:
     """:class:`Scorer` on a swe-sandbox backend (namespace or Docker).
 
-    Raises :class:`swe_curate.PatchApplyError` when a patch does not apply,
+    Raises :class:`swe_curate.CuratePatchApplyError` when a patch does not apply,
     :class:`swe_curate.TaskInputError` subclasses when the task is at fault (missing repository,
     missing test program) and :class:`ScorerError` for every other sandbox failure, so a
     pipeline can record each against the task and move on.
@@ -127,8 +127,8 @@ class SandboxScorer:
         sandbox = self._fresh(task)
         try:
             sandbox.apply_patch(patch)
-        except SandboxPatchApplyError as exc:
-            raise PatchApplyError(str(exc)) from exc
+        except PatchApplyError as exc:
+            raise CuratePatchApplyError(str(exc)) from exc
         return sandbox
 
     def grade(self, task: TaskSpec, patch: str) -> GradeResult:

@@ -30,7 +30,7 @@ from swe_curate._differential import (
 )
 from swe_curate._errors import (
     CurateError,
-    PatchApplyError,
+    CuratePatchApplyError,
     PatchFormatError,
     ScorerError,
     TaskInputError,
@@ -38,7 +38,7 @@ from swe_curate._errors import (
 from swe_curate._importers import task_to_row
 from swe_curate._issue import IssueExample, issue_examples
 from swe_curate._judging import discounted, task_after_audit
-from swe_curate._records import TaskRecord
+from swe_curate._records import CurationRecord
 from swe_curate._scorer import Scorer, TaskTree
 from swe_curate._source import PatchedTree, iter_functions
 from swe_curate._verdicts import Verdict
@@ -121,17 +121,17 @@ def render_tests(instance_id: str, checks: Sequence[Check]) -> str:
 def strengthen_task(
     task: TaskSpec,
     scorer: Scorer,
-    judge_record: TaskRecord,
-    audit: TaskRecord | None = None,
+    judge_record: CurationRecord,
+    audit: CurationRecord | None = None,
     config: StrengthenConfig = StrengthenConfig(),
-) -> TaskRecord:
+) -> CurationRecord:
     """Repair one ``too_loose`` task; the record carries the strengthened task row."""
     began = time.monotonic()
     task = task_after_audit(task, audit)
     measurements: dict[str, Any] = {}
 
-    def record(verdict: Verdict, reason: str) -> TaskRecord:
-        return TaskRecord(
+    def record(verdict: Verdict, reason: str) -> CurationRecord:
+        return CurationRecord(
             task.instance_id,
             STAGE,
             verdict,
@@ -219,8 +219,8 @@ def _strengthen(
     wrong: list[str],
     surviving: list[str],
     measurements: dict[str, Any],
-    record: Callable[[Verdict, str], TaskRecord],
-) -> TaskRecord:
+    record: Callable[[Verdict, str], CurationRecord],
+) -> CurationRecord:
     gold_sources, tests = _sources(task)
     tree = PatchedTree.from_patch(gold_sources, task.gold_patch)
     stated = issue_cases(tree, task.problem_statement)
@@ -287,8 +287,8 @@ def _verify(
     wrong: list[str],
     checks: list[Check],
     measurements: dict[str, Any],
-    record: Callable[[Verdict, str], TaskRecord],
-) -> TaskRecord:
+    record: Callable[[Verdict, str], CurationRecord],
+) -> CurationRecord:
     """Classify the new tests on the buggy tree, then require gold 1 and every wrong patch 0."""
     test_dir = (
         task.fail_to_pass[0].split("::", 1)[0].rpartition("/")[0] if task.fail_to_pass else "tests"
@@ -336,7 +336,7 @@ def _verify(
     for patch in wrong:
         try:
             rewards.append(scorer.grade(strengthened, patch).reward)
-        except PatchApplyError:
+        except CuratePatchApplyError:
             rewards.append(0)
     measurements["wrong_rewards"] = rewards
     if any(rewards):

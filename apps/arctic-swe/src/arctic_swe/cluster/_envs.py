@@ -74,7 +74,7 @@ def resolve_argv(argv: tuple[str, ...] | list[str], python: str = "") -> list[st
 
 
 @attrs.frozen
-class ProbeResult:
+class EnvProbeResult:
     """What :func:`probe` learned: ``ok``, a one-line ``problem`` when not, and the versions
     the environment reported (``python``, ``vllm``, ``torch``, ``transformers`` …)."""
 
@@ -89,7 +89,7 @@ def probe_command(python: str, kind: str) -> list[str]:
     return [interpreter(python), "-c", source, kind]
 
 
-async def probe(python: str, kind: str, *, timeout: float = PROBE_TIMEOUT_S) -> ProbeResult:
+async def probe(python: str, kind: str, *, timeout: float = PROBE_TIMEOUT_S) -> EnvProbeResult:
     """Run the ``kind`` probe in ``python`` and read its JSON line; never raises."""
     command = probe_command(python, kind)
     try:
@@ -101,11 +101,11 @@ async def probe(python: str, kind: str, *, timeout: float = PROBE_TIMEOUT_S) -> 
             preexec_fn=die_with_parent,  # a killed launcher leaves no probe behind
         )
     except OSError as exc:
-        return ProbeResult(False, f"cannot run it ({exc.strerror or exc})")
+        return EnvProbeResult(False, f"cannot run it ({exc.strerror or exc})")
     try:
         out, err = await asyncio.wait_for(process.communicate(), timeout)
     except TimeoutError:
-        return ProbeResult(False, f"the {kind} probe took more than {timeout:g} s")
+        return EnvProbeResult(False, f"the {kind} probe took more than {timeout:g} s")
     finally:  # timed out, or preflight interrupted (Ctrl-C): stop the probe now
         if process.returncode is None:
             process.kill()
@@ -114,14 +114,14 @@ async def probe(python: str, kind: str, *, timeout: float = PROBE_TIMEOUT_S) -> 
     if report is None:  # the interpreter died before the probe could answer
         tail = err.decode(errors="replace").strip().splitlines()
         why = tail[-1] if tail else f"exit code {process.returncode}"
-        return ProbeResult(False, f"the {kind} probe failed: {why}")
+        return EnvProbeResult(False, f"the {kind} probe failed: {why}")
     versions = {str(k): str(v) for k, v in dict(report.get("versions", {})).items()}
     if not report.get("ok"):
-        return ProbeResult(False, str(report.get("problem", "unknown failure")), versions)
+        return EnvProbeResult(False, str(report.get("problem", "unknown failure")), versions)
     if kind == VLLM and not versions.get("vllm", "").startswith(VLLM_SERIES):
         found = versions.get("vllm", "?")
-        return ProbeResult(False, f"has vllm {found}, not {VLLM_SERIES}x", versions)
-    return ProbeResult(True, "", versions)
+        return EnvProbeResult(False, f"has vllm {found}, not {VLLM_SERIES}x", versions)
+    return EnvProbeResult(True, "", versions)
 
 
 def _last_json(text: str) -> dict[str, Any] | None:

@@ -300,10 +300,3 @@ def task_of_row(row: Mapping[str, Any]) -> TaskSpec:
     except (SandboxError, KeyError, TypeError, ValueError) as exc:
         name = row.get("instance_id", "?") if isinstance(row, Mapping) else "?"
         raise DeckFormatError(f"task {name} of the manifest is not a task: {exc}") from exc
-
-
-def repo_source_note(task: TaskSpec) -> str:
-    """Where a task's repository and environment come from, for tables."""
-    where = "image " if task.repo.kind is RepoKind.IMAGE else ""
-    env = f" in {task.environment_image}" if task.environment_image else ""
-    return f"{where}{task.repo.location}{env}"

@@ -16,7 +16,14 @@ from dataclasses import dataclass
 
 from arctic_swe.deck._deck import Deck, DeckTask, load_deck, mark_dropped
 from arctic_swe.deck._errors import DeckConfigError
-from swe_curate import AUDIT_STAGE, AuditConfig, RecordStore, SandboxScorer, TaskRecord, audit_task
+from swe_curate import (
+    AUDIT_STAGE,
+    AuditConfig,
+    CurationRecord,
+    RecordStore,
+    SandboxScorer,
+    audit_task,
+)
 from swe_sandbox import Backend, Limits
 
 AUDIT_FILE = "audit.jsonl"
@@ -45,7 +52,7 @@ def validate_deck(
     workers: int = 2,
     limits: Limits | None = None,
     only: Collection[str] | None = None,
-    on_task: Callable[[TaskRecord], None] | None = None,
+    on_task: Callable[[CurationRecord], None] | None = None,
 ) -> tuple[Deck, ValidationReport]:
     """Run Pipeline 1 on ``splits`` of ``deck`` (``workers`` sandboxes in parallel).
 
@@ -71,7 +78,7 @@ def validate_deck(
     local = threading.local()
     scorers: list[SandboxScorer] = []
 
-    def audit(task: DeckTask) -> TaskRecord:
+    def audit(task: DeckTask) -> CurationRecord:
         scorer = getattr(local, "scorer", None)
         if scorer is None:
             scorer = local.scorer = SandboxScorer(backend, limits)

@@ -16,7 +16,7 @@ from arctic_swe.distributed._errors import (
 )
 from arctic_swe.distributed._loopstate import load_loop_state, save_loop_state
 from arctic_swe.distributed._sharded import PolicyScorer, ShardedTrainer, ShardStats
-from arctic_swe.distributed._split import shard_loads, split_by_tokens
+from arctic_swe.distributed._split import split_by_tokens
 from arctic_swe.distributed._weight_sender import RemoteWeightSender
 from arctic_swe.distributed._wire import WireBatch, decode_batch, encode_batch
 
@@ -40,7 +40,6 @@ __all__ = [
     "load_sharded",
     "save_loop_state",
     "save_sharded",
-    "shard_loads",
     "split_by_tokens",
     "trainer_checkpoints",
 ]

@@ -34,8 +34,3 @@ def split_by_tokens(lengths: Sequence[int], world_size: int) -> list[list[int]]:
         shards[rank].append(index)
         heapq.heappush(heap, (load + lengths[index], rank))
     return [sorted(shard) for shard in shards]
-
-
-def shard_loads(lengths: Sequence[int], shards: Sequence[Sequence[int]]) -> list[int]:
-    """Total length on each rank of a split."""
-    return [sum(lengths[i] for i in shard) for shard in shards]

@@ -85,7 +85,7 @@ def parse_completion(reply: object, *, start_version: int = 0) -> GenerateResult
             policy_version=newest,
             token_versions=versions,
         )
-    except ValueError as exc:  # load_router.ConfigError: lengths, negative ids
+    except ValueError as exc:  # load_router.InvalidArgumentError: lengths, negative ids
         raise EngineProtocolError(f"inconsistent completion: {exc}") from exc
 
 

@@ -19,7 +19,6 @@ from arctic_swe.metrics._health import (
 from arctic_swe.metrics._health_table import (
     health_markdown,
     health_table,
-    windows_markdown,
     windows_table,
 )
 from arctic_swe.metrics._labels import run_labels
@@ -82,7 +81,6 @@ __all__ = [
     "summarize",
     "summary_table",
     "trailing_zero_gradient",
-    "windows_markdown",
     "windows_table",
     "zero_gradient",
 ]

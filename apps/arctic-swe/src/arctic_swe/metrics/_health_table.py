@@ -70,8 +70,3 @@ def _window_columns(windows: Sequence[EndingWindow]) -> Columns:
 def windows_table(windows: Sequence[EndingWindow], title: str) -> Table:
     """One rich row per block of updates."""
     return columns_table(_window_columns(windows), title)
-
-
-def windows_markdown(windows: Sequence[EndingWindow]) -> str:
-    """One markdown row per block of updates."""
-    return columns_markdown(_window_columns(windows))

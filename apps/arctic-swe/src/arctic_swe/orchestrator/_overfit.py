@@ -25,9 +25,10 @@ from arctic_swe.metrics import (
     plot_run,
     summarize,
 )
+from arctic_swe.orchestrator._engines import torch_engine
 from arctic_swe.orchestrator._loop import RLLoop
 from arctic_swe.orchestrator._provenance import record_inputs
-from arctic_swe.orchestrator._setup import EngineFactory, Inputs, _torch_engine, open_components
+from arctic_swe.orchestrator._setup import EngineFactory, Inputs, open_components
 from swe_sandbox import Backend
 
 
@@ -50,7 +51,7 @@ def run_overfit(
     resume: bool = False,
     console: Console | None = None,
     backend: Backend | None = None,
-    engine_factory: EngineFactory = _torch_engine,
+    engine_factory: EngineFactory = torch_engine,
     on_update: Callable[[UpdateMetrics], None] | None = None,
 ) -> OverfitResult:
     """Run (or resume) the stress test in ``run``; returns the metrics, summary and plots."""

@@ -56,7 +56,6 @@ __all__ = [
     "EngineFactory",
     "Inputs",
     "SetupError",
-    "_torch_engine",
     "open_components",
     "pool_tasks",
     "routing_policy",
@@ -332,12 +331,7 @@ def _pool_evaluator(
 
 
 def _inflight(extras: dict[str, Any]) -> tuple[list[tuple[str, int | None]], int]:
-    """The in-flight groups (task id, seed) and the launch counter a checkpoint saved.
-
-    Checkpoints from before group seeds saved only ``inflight_tasks`` (ids): those groups are
-    relaunched with fresh seeds.
-    """
+    """The in-flight groups (task id, seed) and the launch counter a checkpoint saved."""
     groups = [(str(task), None if seed is None else int(seed))
               for task, seed in extras.get("inflight_groups", [])]  # fmt: skip
-    groups += [(str(task), None) for task in extras.get("inflight_tasks", [])]
     return groups, int(extras.get("launched", 0))

@@ -12,7 +12,6 @@ from arctic_swe.trainer._audit import (
 from arctic_swe.trainer._checkpoint import (
     latest_checkpoint,
     load_checkpoint,
-    load_model_from,
     policy_dir,
     save_checkpoint,
 )
@@ -55,7 +54,6 @@ __all__ = [
     "latest_checkpoint",
     "load_checkpoint",
     "load_fp32_policy",
-    "load_model_from",
     "loss_config",
     "numerics_figures",
     "omega_stats",

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import PreTrainedTokenizerFast, Qwen3_5ForCausalLM
+from transformers import PreTrainedTokenizerFast
 
 from arctic_swe._step_dirs import prune_steps, read_latest, staged_dir, write_latest
 from arctic_swe.model import CheckpointError, assign_weights, read_weights, save_policy
@@ -123,13 +123,6 @@ def policy_dir(path: str | os.PathLike[str]) -> Path:
     if (given / "model" / "config.json").is_file():
         return given / "model"
     return given
-
-
-def load_model_from(path: Path) -> Qwen3_5ForCausalLM:
-    """The policy saved in a checkpoint (for evaluation or a fresh engine)."""
-    from arctic_swe.model import load_policy
-
-    return load_policy(path / "model")
 
 
 def _written_by_remote_trainer(path: Path) -> bool:
