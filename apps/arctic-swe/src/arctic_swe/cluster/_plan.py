@@ -17,7 +17,7 @@ import attrs
 
 from arctic_swe.cluster._envs import resolve_argv
 from arctic_swe.cluster._topology import ClusterConfig
-from arctic_swe.serve._vllm import VllmServeSpec, vllm_command
+from arctic_swe.serve import VllmServeSpec, vllm_command
 
 __all__ = ["ClusterPlan", "ProcessSpec", "plan_cluster", "resolve_argv"]
 

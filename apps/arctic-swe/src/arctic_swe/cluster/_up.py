@@ -30,8 +30,7 @@ from arctic_swe.cluster._plan import LOOP_CONFIG, TRAINER_CONFIG, ClusterPlan
 from arctic_swe.cluster._progress import ClusterView
 from arctic_swe.cluster._supervise import Child, ChildFailedError, Supervisor
 from arctic_swe.cluster._topology import ClusterConfig, cluster_to_toml
-from arctic_swe.config import RunConfig, to_toml
-from arctic_swe.config._schema import TrainerSection
+from arctic_swe.config import RunConfig, TrainerSection, to_toml
 
 #: Exit code of a run one of whose processes failed (a runtime failure, not a usage error).
 FAILURE_EXIT = 1

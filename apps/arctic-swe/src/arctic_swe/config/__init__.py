@@ -1,5 +1,11 @@
 """Run configuration (TOML with presets, ``--set`` overrides, validation) and the run directory."""
 
+from arctic_swe.config._defaults import (
+    TOKENIZER_DIR,
+    WARMSTART_STEPS,
+    WARMSTART_TASKS,
+    WARMSTART_WORKERS,
+)
 from arctic_swe.config._errors import RunConfigError, RunDirError
 from arctic_swe.config._load import (
     PRESETS,
@@ -42,13 +48,19 @@ from arctic_swe.config._schema import (
     SandboxSection,
     TrainerSection,
 )
+from arctic_swe.config._worker_args import WORKER_DESCRIPTION, add_worker_options, worker_inputs
 
 __all__ = [
     "INPUTS_FILE",
     "POLICY_LOGS",
     "PRESETS",
     "PROCEDURAL_DECK",
+    "TOKENIZER_DIR",
+    "WARMSTART_STEPS",
+    "WARMSTART_TASKS",
+    "WARMSTART_WORKERS",
     "WEIGHT_TRANSFERS",
+    "WORKER_DESCRIPTION",
     "DeckSection",
     "EndReason",
     "EngineSection",
@@ -63,6 +75,7 @@ __all__ = [
     "RunSection",
     "SandboxSection",
     "TrainerSection",
+    "add_worker_options",
     "apply_overrides",
     "clear_run_end",
     "content_digest",
@@ -79,6 +92,7 @@ __all__ = [
     "to_mapping",
     "to_toml",
     "validate",
+    "worker_inputs",
     "write_run_end",
     "write_run_inputs",
 ]
