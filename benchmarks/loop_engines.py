@@ -33,7 +33,7 @@ from update_breakdown import _build_inputs
 
 from arctic_swe.config import RunConfig, apply_overrides, prepare_run_dir
 from arctic_swe.metrics import UpdateMetrics
-from arctic_swe.orchestrator import Inputs, run_overfit
+from arctic_swe.orchestrator import Inputs, run_training
 
 MODES: dict[str, list[str]] = {
     "inprocess-inflight": ["engine.engines=2", "engine.refresh_mode=inflight"],
@@ -59,7 +59,7 @@ def _run(inputs: Inputs, root: Path, name: str, overrides: list[str]) -> dict[st
     config: RunConfig = apply_overrides(RunConfig(), overrides)
     run = prepare_run_dir(root / name, config, resume=False)
     began = time.monotonic()
-    result = run_overfit(config, run, inputs)
+    result = run_training(config, run, inputs)
     return _figures(list(result.records), time.monotonic() - began)
 
 

@@ -33,8 +33,7 @@ import torch
 
 from arctic_swe.config import RunConfig, apply_overrides, prepare_run_dir
 from arctic_swe.metrics import MetricsLog
-from arctic_swe.orchestrator import Inputs, run_overfit
-from arctic_swe.orchestrator._inputs import random_init_inputs
+from arctic_swe.orchestrator import Inputs, random_init_inputs, run_training
 
 
 def _build_inputs(root: Path, pool: int) -> Inputs:
@@ -45,7 +44,7 @@ def _run(inputs: Inputs, root: Path, name: str, overrides: list[str]) -> dict[st
     config = apply_overrides(RunConfig(), overrides)
     run = prepare_run_dir(root / name, config, resume=False)
     began = time.monotonic()
-    run_overfit(config, run, inputs)
+    run_training(config, run, inputs)
     whole = time.monotonic() - began
     records = MetricsLog(run.metrics).read()  # after the evaluations amended their lines
     measured = records[1:] or records  # the first update has nothing to overlap with

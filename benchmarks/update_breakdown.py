@@ -30,8 +30,7 @@ import torch
 
 from arctic_swe.config import RunConfig, apply_overrides, prepare_run_dir
 from arctic_swe.metrics import UpdateMetrics
-from arctic_swe.orchestrator import Inputs, run_overfit
-from arctic_swe.orchestrator._inputs import random_init_inputs
+from arctic_swe.orchestrator import Inputs, random_init_inputs, run_training
 
 
 def _build_inputs(root: Path, pool: int) -> Inputs:
@@ -62,7 +61,7 @@ def _breakdown(records: list[UpdateMetrics]) -> dict[str, float]:
 def _run(inputs: Inputs, root: Path, name: str, overrides: list[str]) -> dict[str, float]:
     config = apply_overrides(RunConfig(), overrides)
     run = prepare_run_dir(root / name, config, resume=False)
-    result = run_overfit(config, run, inputs)
+    result = run_training(config, run, inputs)
     return _breakdown(list(result.records))
 
 

@@ -15,8 +15,7 @@ import pytest
 
 from arctic_swe.config import RunConfig, apply_overrides, prepare_run_dir
 from arctic_swe.metrics import UpdateMetrics
-from arctic_swe.orchestrator import Inputs, run_overfit
-from arctic_swe.orchestrator._inputs import random_init_inputs
+from arctic_swe.orchestrator import Inputs, random_init_inputs, run_training
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("unshare") is None,
@@ -105,7 +104,7 @@ def test_two_launched_servers_serve_the_loop_and_a_killed_one_is_survived(
             killed.append(servers[0])
 
     began = time.monotonic()
-    result = run_overfit(config, run, inputs, on_update=kill_one_after_first)
+    result = run_training(config, run, inputs, on_update=kill_one_after_first)
     elapsed = time.monotonic() - began
     _assert_complete(result.records, 3)
     first, *after = result.records

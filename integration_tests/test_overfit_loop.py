@@ -24,10 +24,9 @@ from arctic_swe.chat import IM_END, encode, special_id
 from arctic_swe.config import RunConfig, apply_overrides, prepare_run_dir
 from arctic_swe.deck import DeckTask, load_deck
 from arctic_swe.engine import EngineConfig, TorchEngine
-from arctic_swe.harness import prompt_text
+from arctic_swe.harness import harness_config, prompt_text
 from arctic_swe.metrics import MetricsLog, UpdateMetrics
-from arctic_swe.orchestrator import Inputs, harness_config, run_overfit
-from arctic_swe.orchestrator._inputs import random_init_inputs
+from arctic_swe.orchestrator import Inputs, random_init_inputs, run_training
 from arctic_swe.trainer import latest_checkpoint
 from arctic_swe.warmstart import expert_turns
 from deck_evictor import Deck
@@ -92,7 +91,7 @@ def _assert_complete(records: Sequence[UpdateMetrics], steps: int) -> None:
 def test_short_run_writes_every_metric_plots_and_checkpoints(world: World, tmp_path: Path) -> None:
     config = _config()
     run = prepare_run_dir(tmp_path / "run", config, resume=False)
-    result = run_overfit(config, run, world.inputs)
+    result = run_training(config, run, world.inputs)
     _assert_complete(result.records, 3)
     assert MetricsLog(run.metrics).read() == list(result.records)
     assert {p.name for p in result.plots} == {"curves.png", "reward.png", "numerics.png"}
@@ -113,13 +112,13 @@ def test_kill_and_resume_continues_with_identical_deck_state(world: World, tmp_p
             raise CrashError
 
     with pytest.raises(CrashError):
-        run_overfit(config, run, world.inputs, on_update=crash_after_two)
+        run_training(config, run, world.inputs, on_update=crash_after_two)
     checkpoint = latest_checkpoint(run.checkpoints)
     assert checkpoint == run.checkpoints / "step-2"
     saved = Deck.load(checkpoint / "deck.state").state_dict()
 
     seen: list[dict[str, object]] = []
-    original = run_overfit.__globals__["open_components"]
+    original = run_training.__globals__["open_components"]
 
     def spy(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
         manager = original(*args, **kwargs)
@@ -136,11 +135,11 @@ def test_kill_and_resume_continues_with_identical_deck_state(world: World, tmp_p
 
         return Wrapped()
 
-    run_overfit.__globals__["open_components"] = spy
+    run_training.__globals__["open_components"] = spy
     try:
-        result = run_overfit(config, run, world.inputs, resume=True)
+        result = run_training(config, run, world.inputs, resume=True)
     finally:
-        run_overfit.__globals__["open_components"] = original
+        run_training.__globals__["open_components"] = original
     assert seen == [saved]
     _assert_complete(result.records, 4)
     assert latest_checkpoint(run.checkpoints) == run.checkpoints / "step-4"
@@ -151,7 +150,7 @@ def test_resume_of_a_synchronous_run_is_token_identical(world: World, tmp_path: 
     launched under the checkpointed weights) a crash-and-resume run samples exactly the tokens
     of an uninterrupted one, so every figure of the updates after the crash matches."""
     config = _config("run.updates=4", "run.lookahead_batches=0", "deck.replay_size=0")
-    straight = run_overfit(config, prepare_run_dir(tmp_path / "a", config, resume=False),
+    straight = run_training(config, prepare_run_dir(tmp_path / "a", config, resume=False),
                            world.inputs)  # fmt: skip
 
     class CrashError(Exception):
@@ -163,8 +162,8 @@ def test_resume_of_a_synchronous_run_is_token_identical(world: World, tmp_path: 
 
     run = prepare_run_dir(tmp_path / "b", config, resume=False)
     with pytest.raises(CrashError):
-        run_overfit(config, run, world.inputs, on_update=crash_after_two)
-    resumed = run_overfit(config, run, world.inputs, resume=True)
+        run_training(config, run, world.inputs, on_update=crash_after_two)
+    resumed = run_training(config, run, world.inputs, resume=True)
     after = [r for r in resumed.records if r.step > 2]
     assert [r.step for r in after] == [3, 4]
     for a, b in zip(straight.records[2:], after, strict=True):
@@ -182,7 +181,7 @@ def test_fp32_numerics_off_shows_as_train_inference_mismatch(world: World, tmp_p
     for name, extra in (("recipe", ()), ("ablated", ("trainer.fp32_numerics=false",))):
         config = _config("run.updates=1", *extra)
         run = prepare_run_dir(tmp_path / name, config, resume=False)
-        kls[name] = run_overfit(config, run, world.inputs).records[0].mismatch_kl
+        kls[name] = run_training(config, run, world.inputs).records[0].mismatch_kl
     assert kls["recipe"] < 1e-9, kls
     assert kls["ablated"] > 10 * max(kls["recipe"], 1e-14), kls  # ~70x measured
 
@@ -198,7 +197,7 @@ def test_default_lookahead_trains_groups_more_than_one_version_old(
         "run.updates=3", "harness.sandboxes=16", "deck.replay_size=0", "run.max_off_policy=2"
     )
     assert config.run.lookahead_batches == RunConfig().run.lookahead_batches >= 2
-    records = run_overfit(config, prepare_run_dir(tmp_path / "run", config, resume=False),
+    records = run_training(config, prepare_run_dir(tmp_path / "run", config, resume=False),
                           world.inputs).records  # fmt: skip
     assert max(r.lag_max for r in records) >= 2, [r.lag_max for r in records]
     assert max(r.lag_token_mean for r in records) > 1.0
@@ -209,7 +208,7 @@ def test_the_off_policy_cap_drops_and_counts_groups_past_it(world: World, tmp_pa
     in ``stale_dropped``, and no kept group is older than the cap."""
     config = _config("run.updates=3", "harness.sandboxes=16", "deck.replay_size=0")
     assert config.run.max_off_policy == RunConfig().run.max_off_policy == 1
-    records = run_overfit(config, prepare_run_dir(tmp_path / "run", config, resume=False),
+    records = run_training(config, prepare_run_dir(tmp_path / "run", config, resume=False),
                           world.inputs).records  # fmt: skip
     assert sum(r.stale_dropped for r in records) >= 1, [r.stale_dropped for r in records]
     assert max(r.lag_max for r in records) <= 1
@@ -236,7 +235,7 @@ def test_an_engine_that_raises_has_its_group_re_leased(world: World, tmp_path: P
         return kind(model, cfg, version=version)
 
     FailingEngine.failures = 0
-    result = run_overfit(config, run, world.inputs, engine_factory=factory)
+    result = run_training(config, run, world.inputs, engine_factory=factory)
     assert FailingEngine.failures == 1
     _assert_complete(result.records, 2)
     # the router fails every lease on the crashed engine; each of those groups is re-leased
@@ -254,7 +253,7 @@ def test_a_stale_group_beyond_the_cap_is_dropped_and_counted(world: World, tmp_p
     # generated under version 0 while step 1 trains, so it reaches the trainer at version 1.
     config = _config("run.max_off_policy=0", "run.updates=2")
     run = prepare_run_dir(tmp_path / "run", config, resume=False)
-    result = run_overfit(config, run, world.inputs)
+    result = run_training(config, run, world.inputs)
     _assert_complete(result.records, 2)
     assert result.records[0].stale_dropped == 0
     assert result.records[1].stale_dropped >= 1
@@ -332,7 +331,7 @@ def test_a_sandbox_killed_mid_rollout_drops_that_rollout(world: World, tmp_path:
         return ExpertEngine(cfg.engine_id, world.pool, tokenizer)
 
     pools: list[KillingPool] = []
-    original = run_overfit.__globals__["open_components"].__wrapped__.__globals__
+    original = run_training.__globals__["open_components"].__wrapped__.__globals__
 
     def make_pool(backend: object, **kwargs: object) -> KillingPool:
         pool = KillingPool(backend, kills=1, **kwargs)
@@ -342,7 +341,7 @@ def test_a_sandbox_killed_mid_rollout_drops_that_rollout(world: World, tmp_path:
     saved = original["SandboxPool"]
     original["SandboxPool"] = make_pool
     try:
-        result = run_overfit(config, run, world.inputs, engine_factory=factory)
+        result = run_training(config, run, world.inputs, engine_factory=factory)
     finally:
         original["SandboxPool"] = saved
     assert pools[0].killed == 1
@@ -375,7 +374,7 @@ def test_the_logged_layer_type_kl_is_a_direct_mismatch_audit(
         "run.updates=2", "metrics.kl_by_layer_every=1", "metrics.kl_by_layer_tokens=16"
     )
     run = prepare_run_dir(tmp_path / "run", config, resume=False)
-    records = run_overfit(config, run, world.inputs).records
+    records = run_training(config, run, world.inputs).records
     assert len(seen) == len(records) == 2
     for record, (model, sample, tokens) in zip(records, seen, strict=True):
         ids, prompt_len = audit_window(sample, tokens)  # type: ignore[arg-type]

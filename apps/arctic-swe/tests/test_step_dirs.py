@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from arctic_swe._step_dirs import LATEST, prune_steps, read_latest, staged_dir, write_latest
+from arctic_swe._step_dirs import (
+    LATEST,
+    prune_steps,
+    read_latest,
+    staged_dir,
+    write_latest,
+    write_text_atomic,
+)
 
 
 def test_a_clean_exit_replaces_the_target_and_leaves_no_staging(tmp_path: Path) -> None:
@@ -58,3 +65,20 @@ def test_prune_never_removes_the_current_directory(tmp_path: Path) -> None:
         (tmp_path / f"step-{step}").mkdir()
     prune_steps(tmp_path, keep=1, current="step-1")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["step-1", "step-6"]
+
+
+def test_write_text_atomic_replaces_the_file_and_leaves_no_staging(tmp_path: Path) -> None:
+    target = tmp_path / "manifest.json"
+    target.write_text("old")
+    write_text_atomic(target, "new\n")
+    assert target.read_text() == "new\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["manifest.json"]
+
+
+def test_write_text_atomic_keeps_the_old_file_when_the_write_fails(tmp_path: Path) -> None:
+    target = tmp_path / "manifest.json"
+    target.write_text("old")
+    with pytest.raises(TypeError):
+        write_text_atomic(target, 42)  # type: ignore[arg-type]
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["manifest.json"]

@@ -1,10 +1,18 @@
 """``argparse`` types shared by every ``arctic-swe`` sub-command: a bad count is a usage error
-(exit 2) before any work starts, never silently clamped."""
+(exit 2) before any work starts, never silently clamped; and the shape of the sub-parsers a
+command module registers itself with."""
 
 from __future__ import annotations
 
 import argparse
 import math
+from typing import Any, Protocol
+
+
+class Subparsers(Protocol):
+    """What ``ArgumentParser.add_subparsers()`` returns, as far as a command module needs it."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser: ...
 
 
 def positive_int(text: str) -> int:

@@ -9,9 +9,9 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from arctic_swe._execute import USAGE_EXIT, execute
 from arctic_swe._version import __version__
-from arctic_swe.cli._execute import USAGE_EXIT, execute
-from arctic_swe.cli._registry import commands
+from arctic_swe.cli import commands
 
 DESCRIPTION = (
     "Arctic-SWE: fully asynchronous RL of long-horizon software-engineering agents. Typical "

@@ -40,6 +40,21 @@ def publish(staging: Path, target: Path) -> None:
     staging.rename(target)
 
 
+def write_text_atomic(target: Path, text: str) -> None:
+    """Replace the file ``target`` by ``text`` atomically: written beside it under a hidden
+    name, fsynced, renamed over it; a crash leaves the old file or the new one, never half."""
+    fd, staging = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(staging, target)
+    except BaseException:
+        Path(staging).unlink(missing_ok=True)
+        raise
+
+
 def write_latest(root: Path, name: str) -> None:
     """Point ``root/LATEST`` at ``name`` (written to a temporary file, fsynced, replaced)."""
     fd, staging = tempfile.mkstemp(prefix=".LATEST.", dir=root)

@@ -168,7 +168,7 @@ def test_a_real_tiny_ablation_runs_two_variants_then_skips_them(
 ) -> None:
     """A random-init policy on a 4-task deck: its episodes end at the first turn with the
     gated reward, which is enough to run every stage of both variants once."""
-    from arctic_swe.orchestrator._inputs import random_init_inputs
+    from arctic_swe.orchestrator import random_init_inputs
 
     random_init_inputs(tmp_path, 4)
     argv = _argv(tmp_path, "--variants", "full,lenient", *[a for s in SMOKE for a in ("--set", s)])

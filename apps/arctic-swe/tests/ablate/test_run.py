@@ -17,7 +17,7 @@ from arctic_swe.ablate import AblationPlan, VariantState, open_plan, variant_con
 from arctic_swe.ablate._run import VariantEvent, run_ablation
 from arctic_swe.config import RunConfig, RunDir, apply_overrides
 from arctic_swe.metrics import MetricsLog
-from arctic_swe.orchestrator import Inputs, OverfitResult
+from arctic_swe.orchestrator import Inputs, TrainingResult
 
 from .conftest import metrics_record, write_run
 
@@ -30,14 +30,14 @@ class RecordingRunner:
 
     def __call__(
         self, config: RunConfig, run: RunDir, inputs: Inputs, *, resume: bool = False, **kw: Any
-    ) -> OverfitResult:
+    ) -> TrainingResult:
         self.calls.append((run.root.name, resume))
         log = MetricsLog(run.metrics)
         for step in range(len(log.read()) + 1, config.run.updates + 1):
             record = metrics_record(step, 0.1 * step)
             log.append(record)
             kw["on_update"](record)
-        return OverfitResult(run, tuple(log.read()), None, (), None)
+        return TrainingResult(run, tuple(log.read()), None, (), None)
 
 
 def test_done_variants_are_skipped_partial_resumed_new_started(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@ session-hash moves every variant to two engines, and bad names are typed errors.
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 import attrs
@@ -10,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from arctic_swe._cli import build_parser
 from arctic_swe.ablate import (
     DEFAULT_VARIANTS,
     VARIANTS,
@@ -19,7 +21,7 @@ from arctic_swe.ablate import (
     seeded_configs,
     variant_configs,
 )
-from arctic_swe.cli._defaults import ABLATIONS
+from arctic_swe.cli._overfit import ablation_overrides
 from arctic_swe.config import RunConfig, RunConfigError, apply_overrides, preset, to_mapping
 
 
@@ -53,12 +55,32 @@ def test_each_variant_differs_from_the_base_in_its_flags_field_only(
         expected = {_field(a) for a in VARIANTS[name].overrides}
         assert changed == expected | ({"engine.engines"} if two_engines else set())
         assert config.engine.engines == (2 if two_engines else engines)
-        if VARIANTS[name].flag is not None:  # the same change as `overfit <flag>`
-            assert VARIANTS[name].overrides == (ABLATIONS[VARIANTS[name].flag][0],)
+        flag = VARIANTS[name].flag
+        if flag is not None:  # the same change as `overfit <flag>`
+            assert ablation_overrides(_overfit(flag)) == list(VARIANTS[name].overrides)
+
+
+def _overfit(*argv: str) -> argparse.Namespace:
+    return build_parser().parse_args(["overfit", *argv])
+
+
+def _overfit_ablation_flags() -> set[str]:
+    """The flags ``overfit --help`` lists as ablations."""
+    overfit = next(
+        action.choices["overfit"]
+        for action in build_parser()._actions
+        if isinstance(action, argparse._SubParsersAction)
+    )
+    return {
+        flag
+        for action in overfit._actions
+        if (action.help or "").startswith("ablation:")
+        for flag in action.option_strings
+    }
 
 
 def test_every_overfit_flag_has_a_variant_and_the_default_is_the_papers_list() -> None:
-    assert {v.flag for v in VARIANTS.values()} == {None, *ABLATIONS}
+    assert {v.flag for v in VARIANTS.values()} == {None, *_overfit_ablation_flags()}
     assert DEFAULT_VARIANTS[0] == "full"
     assert set(DEFAULT_VARIANTS) == set(VARIANTS) - {"rollout-mean"}
 

@@ -79,6 +79,7 @@ def _probe(argv: list[str], cwd: Path) -> dict[str, object]:
         (["overfit", "--threads", "ten"], 2),
         (["overfit", "--set", "nope", "--run-dir", "run"], 2),  # a config error: before torch
         (["overfit", "--resume", "--run-dir", "missing"], 2),
+        (["train-worker", "--policy", "missing", "--run-dir", "run"], 2),  # before torch
     ],
 )
 def test_help_version_and_usage_errors_import_nothing_heavy(

@@ -23,8 +23,8 @@ import pytest
 from arctic_swe.config import RunConfig, apply_overrides, prepare_run_dir
 from arctic_swe.metrics import UpdateMetrics
 from arctic_swe.model import load_policy
-from arctic_swe.orchestrator import Inputs, run_overfit
-from arctic_swe.orchestrator._inputs import random_init_inputs
+from arctic_swe.orchestrator import Inputs, run_training
+from arctic_swe.orchestrator import random_init_inputs
 from arctic_swe.trainer import policy_dir
 
 from ..serve.conftest import start_server
@@ -110,7 +110,7 @@ def test_the_loop_trains_through_a_two_rank_trainer_while_generating(tmp_path: P
         )
         run = prepare_run_dir(run_root, config, resume=False)
         poll.start()
-        result = run_overfit(config, run, inputs)
+        result = run_training(config, run, inputs)
     finally:
         poll.stop.set()
         engine.stop()
@@ -158,7 +158,7 @@ def test_a_remote_run_resumes_with_a_resumed_trainer_and_a_fresh_engine(tmp_path
                 ],
             )
             run = prepare_run_dir(run_root, config, resume=resume)
-            return run_overfit(config, run, inputs, resume=resume).records
+            return run_training(config, run, inputs, resume=resume).records
         finally:
             engine.stop()
             trainer.kill()

@@ -9,7 +9,7 @@ import pytest
 
 from arctic_swe._cli import main
 from arctic_swe._wilson import wilson_interval
-from arctic_swe.cli._defaults import ABLATIONS
+from arctic_swe.ablate import ABLATION_FLAGS
 from arctic_swe.cli._overfit import ablation_overrides, resolve_config
 from arctic_swe.metrics import MetricsLog, UpdateMetrics
 
@@ -21,9 +21,9 @@ def _parse(*argv: str):  # type: ignore[no-untyped-def]
 
 
 def test_every_ablation_flag_maps_to_one_config_change() -> None:
-    for flag, (assignment, _) in ABLATIONS.items():
+    for flag, variant in ABLATION_FLAGS.items():
         args = _parse(flag)
-        assert ablation_overrides(args) == [assignment]
+        assert ablation_overrides(args) == [variant.setting]
     config = resolve_config(
         _parse("--session-hash", "--clip", "--set", "trainer.lr=1e-3", "--set", "engine.engines=2")
     )
@@ -33,7 +33,7 @@ def test_every_ablation_flag_maps_to_one_config_change() -> None:
 
 
 def test_harness_and_engine_ablations_reach_the_parts_that_run_them() -> None:
-    from arctic_swe.orchestrator import harness_config
+    from arctic_swe.harness import harness_config
 
     ablated = resolve_config(_parse("--no-gated-reward", "--lenient-format", "--no-fp32-numerics"))
     harness = harness_config(ablated)

@@ -22,7 +22,7 @@ from arctic_swe.config import RunConfig, apply_overrides, prepare_run_dir
 from arctic_swe.deck import load_deck
 from arctic_swe.evaluate import evaluate_policy, recipe_harness
 from arctic_swe.metrics import MetricsLog, UpdateMetrics
-from arctic_swe.orchestrator import Inputs, run_overfit
+from arctic_swe.orchestrator import Inputs, run_training
 from arctic_swe.orchestrator._pool_eval import PoolEvalJob, PoolEvaluator
 from arctic_swe.trainer import latest_checkpoint
 from swe_sandbox import NamespaceBackend
@@ -69,7 +69,7 @@ def test_pool_success_equals_an_independent_evaluation(inputs: Inputs, tmp_path:
     checkpoint: the same weights) with the run's seed, samples and workers."""
     config = _config()
     run = prepare_run_dir(tmp_path / "run", config, resume=False)
-    result = run_overfit(config, run, inputs)
+    result = run_training(config, run, inputs)
     measured = _evaluated(run.metrics)
     evaluated = [(r.step, r.pool_eval_step, r.pool_eval_version) for r in measured]
     assert evaluated == [(1, 1, 1), (2, 2, 2)]
@@ -134,16 +134,16 @@ def test_a_pending_evaluation_is_redone_after_a_crash(inputs: Inputs, tmp_path: 
         raise CrashError  # right after update 1's checkpoint, its evaluation still running
 
     with pytest.raises(CrashError):
-        run_overfit(config, run, inputs, on_update=crash)
+        run_training(config, run, inputs, on_update=crash)
     state = json.loads((run.checkpoints / "step-1" / "state.json").read_text())
     assert state["extras"]["pool_eval_pending"] == [[1, 1]]
     assert not _evaluated(run.metrics)
-    run_overfit(config, run, inputs, resume=True)
+    run_training(config, run, inputs, resume=True)
     measured = _evaluated(run.metrics)
     assert [r.step for r in measured] == [1, 2]
     assert [r.step for r in MetricsLog(run.metrics).read()] == [1, 2]
     straight = prepare_run_dir(tmp_path / "straight", config, resume=False)
-    run_overfit(config, straight, inputs)
+    run_training(config, straight, inputs)
     assert [r.pool_success for r in measured] == [
         r.pool_success for r in _evaluated(straight.metrics)
     ]

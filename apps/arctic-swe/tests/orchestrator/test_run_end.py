@@ -30,7 +30,7 @@ from arctic_swe.config import (
     read_run_inputs,
 )
 from arctic_swe.metrics import MetricsLog
-from arctic_swe.orchestrator import Inputs, run_overfit
+from arctic_swe.orchestrator import Inputs, run_training
 from arctic_swe.trainer import latest_checkpoint
 
 from .conftest import TINY_LOOP
@@ -63,7 +63,7 @@ def test_an_exhausted_deck_ends_the_run_with_a_checkpoint_and_a_record(
 ) -> None:
     config = _config()
     run = prepare_run_dir(tmp_path / "run", config, resume=False)
-    result = run_overfit(config, run, inputs)
+    result = run_training(config, run, inputs)
     steps = [r.step for r in result.records]
     last = steps[-1]
     assert steps == list(range(1, last + 1))
@@ -82,7 +82,7 @@ def test_an_exhausted_deck_ends_the_run_with_a_checkpoint_and_a_record(
     recorded = read_run_inputs(run)
     assert recorded == fingerprint_inputs(inputs.deck_dir, inputs.policy_dir)
 
-    again = run_overfit(config, run, inputs, resume=True)
+    again = run_training(config, run, inputs, resume=True)
     assert [r.step for r in again.records] == steps  # nothing left to train: no new update
     assert read_run_inputs(run) == recorded
     assert again.end == result.end
@@ -96,7 +96,7 @@ def test_a_run_that_reaches_its_updates_records_that_end(inputs: Inputs, tmp_pat
         _config(), ["run.updates=1", "deck.hard_consecutive_zero=0", "run.pool_eval_every=0"]
     )
     run = prepare_run_dir(tmp_path / "run", config, resume=False)
-    result = run_overfit(config, run, inputs)
+    result = run_training(config, run, inputs)
     assert [r.step for r in result.records] == [1]
     assert result.end == RunEnd(EndReason.UPDATES, 1, 1, 0, 3)
     assert result.end is not None
@@ -113,14 +113,14 @@ def test_a_stalled_run_stops_after_its_zero_gradient_streak_and_resumes_to_the_s
         ["deck.hard_consecutive_zero=0", "run.stop_after_zero_gradient=2", "run.pool_eval_every=0"],
     )
     run = prepare_run_dir(tmp_path / "run", config, resume=False)
-    result = run_overfit(config, run, inputs)
+    result = run_training(config, run, inputs)
     assert [r.grad_norm for r in result.records] == [0.0, 0.0]
     assert result.end == RunEnd(EndReason.STALLED, 2, 20, 0, 3)
     assert "stalled" in result.end.describe()
     assert latest_checkpoint(run.checkpoints) == run.checkpoints / "step-2"
     assert variant_state(run, config) is VariantState.DONE
     # the streak is read back from the log: the resumed run is still stalled and ends at once
-    again = run_overfit(config, run, inputs, resume=True)
+    again = run_training(config, run, inputs, resume=True)
     assert [r.step for r in again.records] == [1, 2]
     assert again.end == result.end
 

@@ -1,9 +1,9 @@
-"""Run an ablation: every variant in turn, each as a normal ``overfit`` run (``run_overfit``),
+"""Run an ablation: every variant in turn, each as a normal ``overfit`` run (``run_training``),
 from the same deck, warm start, seed and number of updates.
 
 Sequential on purpose: the tiny stress test already fills the 2 cores it was sized for, and
 variants that share cores would not share a time budget. A finished variant is skipped, an
-interrupted one resumed from its last checkpoint (``run_overfit(..., resume=True)``).
+interrupted one resumed from its last checkpoint (``run_training(..., resume=True)``).
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from rich.console import Console
 from arctic_swe.ablate._plan import AblationPlan, VariantState
 from arctic_swe.config import RunConfig, RunDir, prepare_run_dir
 from arctic_swe.metrics import MetricsLog, UpdateMetrics
-from arctic_swe.orchestrator import Inputs, OverfitResult, run_overfit
+from arctic_swe.orchestrator import Inputs, TrainingResult, run_training
 
 
 class Runner(Protocol):
-    """``run_overfit``'s signature, as far as the ablation calls it."""
+    """``run_training``'s signature, as far as the ablation calls it."""
 
     def __call__(
         self,
@@ -32,7 +32,7 @@ class Runner(Protocol):
         resume: bool = ...,
         console: Console | None = ...,
         on_update: Callable[[UpdateMetrics], None] | None = ...,
-    ) -> OverfitResult: ...
+    ) -> TrainingResult: ...
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ def run_ablation(
     *,
     console: Console,
     on_event: Callable[[VariantEvent], None] = lambda event: None,
-    runner: Runner = run_overfit,
+    runner: Runner = run_training,
 ) -> dict[str, list[UpdateMetrics]]:
     """Run every variant of ``plan`` not yet finished; return each variant's metrics.
 
@@ -77,7 +77,7 @@ def run_ablation(
 def _relay(
     variant: str, state: VariantState, on_event: Callable[[VariantEvent], None]
 ) -> Callable[[UpdateMetrics], None]:
-    """``run_overfit``'s per-update callback, as this variant's events."""
+    """``run_training``'s per-update callback, as this variant's events."""
 
     def seen(record: UpdateMetrics) -> None:
         on_event(VariantEvent(variant, state, record))

@@ -2,8 +2,11 @@
 ablation flag of ``arctic-swe overfit`` (Arctic-SWE §3.1: the full recipe climbs and holds on a
 small pool, each broken one is expected to climb, then collapse).
 
-A variant is the ``--set`` of its overfit flag (``arctic_swe.cli._defaults.ABLATIONS``, the one
-table of what each flag changes), so ``ablate`` and ``overfit --clip`` cannot drift apart.
+:data:`VARIANTS` is the one table of ablations: each entry names the variant, the ``overfit``
+flag it stands for, the ``--set`` that flag applies, what it changes and the unit test showing
+that it does. ``overfit``'s flags are built from it, so ``ablate`` and ``overfit --clip``
+cannot drift apart; adding an ablation is its config switch (and the code honouring it) plus
+one entry here.
 """
 
 from __future__ import annotations
@@ -12,76 +15,89 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from arctic_swe.ablate._errors import AblateError
-from arctic_swe.cli._defaults import ABLATIONS
 from arctic_swe.config import RunConfig, apply_overrides
 
 
 @dataclass(frozen=True)
 class Variant:
-    """One arm of the comparison: ``flag`` is the ``overfit`` flag it stands for (None: the
-    full recipe); ``test`` names the unit test showing that the flag changes what it says."""
+    """One arm of the comparison: ``flag`` is the ``overfit`` flag it stands for and
+    ``setting`` the ``section.field=value`` it applies (both None: the full recipe);
+    ``test`` names the unit test showing that the flag changes what ``meaning`` says;
+    ``default`` puts it in ``--variants``' default."""
 
     name: str
     flag: str | None
+    setting: str | None
+    meaning: str
     test: str
+    default: bool = True
 
     @property
     def overrides(self) -> tuple[str, ...]:
         """The ``section.field=value`` strings of this variant (empty for ``full``)."""
-        return () if self.flag is None else (ABLATIONS[self.flag][0],)
-
-    @property
-    def meaning(self) -> str:
-        return "the full recipe" if self.flag is None else ABLATIONS[self.flag][1]
+        return () if self.setting is None else (self.setting,)
 
 
 _T = "tests/"  # app tests, relative to apps/arctic-swe
-#: Every variant, in the order they run and are tabled.
+#: Every variant, in the order they run and are tabled (and ``overfit --help`` lists the flags).
 VARIANTS: dict[str, Variant] = {
     v.name: v
     for v in (
-        Variant("full", None, "-"),
+        Variant("full", None, None, "the full recipe", "-"),
         Variant(
-            "clip", "--clip", _T + "trainer/test_ablation_flags.py::test_ppo_clip_changes_the_"
-            "gradient_of_tokens_outside_the_band",
+            "clip", "--clip", "trainer.ratio_control=ppo_clip",
+            "PPO clipping instead of the IcePop mask",
+            _T + "trainer/test_ablation_flags.py::test_ppo_clip_changes_the_gradient_of_tokens_"
+            "outside_the_band",
         ),
         Variant(
-            "ungated", "--no-gated-reward", _T + "harness/test_ablations.py::test_ungated_reward_"
-            "grades_the_final_state_whatever_ended_the_episode",
+            "ungated", "--no-gated-reward", "harness.gated_reward=false", "gated reward off",
+            _T + "harness/test_ablations.py::test_ungated_reward_grades_the_final_state_whatever_"
+            "ended_the_episode",
         ),
         Variant(
-            "no-eviction", "--no-eviction", _T + "orchestrator/test_ablation_flags.py::"
-            "test_no_eviction_keeps_a_mastered_task_in_the_deck",
+            "no-eviction", "--no-eviction", "deck.eviction=false", "never retire tasks",
+            _T + "orchestrator/test_ablation_flags.py::test_no_eviction_keeps_a_mastered_task_in_"
+            "the_deck",
         ),
         Variant(
-            "bf16-state", "--no-fp32-numerics", _T + "orchestrator/test_ablation_flags.py::"
-            "test_bf16_state_rounds_the_engines_recurrent_cache",
+            "bf16-state", "--no-fp32-numerics", "trainer.fp32_numerics=false",
+            "FP32 numerics off (the engines compute and keep their recurrent state in bf16)",
+            _T + "orchestrator/test_ablation_flags.py::test_bf16_state_rounds_the_engines_"
+            "recurrent_cache",
         ),
         Variant(
-            "session-hash", "--session-hash", _T + "orchestrator/test_ablation_flags.py::"
-            "test_session_hash_places_a_group_by_its_hash_not_by_load",
+            "session-hash", "--session-hash", "engine.routing=session_hash",
+            "session-hash routing, not least-loaded",
+            _T + "orchestrator/test_ablation_flags.py::test_session_hash_places_a_group_by_its_"
+            "hash_not_by_load",
         ),
         Variant(
-            "no-invalidation", "--no-cache-invalidation", _T + "engine/test_refresh.py::"
-            "test_stale_cache_ablation_samples_from_a_mixed_state",
+            "no-invalidation", "--no-cache-invalidation", "engine.invalidate_caches=false",
+            "keep stale caches across weight refreshes",
+            _T + "engine/test_refresh.py::test_stale_cache_ablation_samples_from_a_mixed_state",
         ),
         Variant(
-            "lenient", "--lenient-format", _T + "harness/test_ablations.py::test_lenient_format_"
-            "runs_a_repaired_edit_and_records_its_codes",
+            "lenient", "--lenient-format", "harness.strict_format=false",
+            "raw format check off (lenient parse)",
+            _T + "harness/test_ablations.py::test_lenient_format_runs_a_repaired_edit_and_records_"
+            "its_codes",
         ),
+        # an aggregation choice, not one of the paper's fixes (§3.2-§3.3): opt in
         Variant(
-            "rollout-mean", "--rollout-mean", _T + "trainer/test_ablation_flags.py::"
-            "test_rollout_mean_weighs_rollouts_not_tokens",
+            "rollout-mean", "--rollout-mean", "trainer.aggregation=rollout_mean",
+            "per-rollout mean, not token mean",
+            _T + "trainer/test_ablation_flags.py::test_rollout_mean_weighs_rollouts_not_tokens",
+            default=False,
         ),
     )
 }  # fmt: skip
 
-#: What ``--variants`` defaults to: the full recipe and every broken recipe of §3.2-§3.3
-#: (``rollout-mean`` is an aggregation choice, not one of the paper's fixes: opt in).
-DEFAULT_VARIANTS: tuple[str, ...] = (
-    "full", "clip", "ungated", "no-eviction", "bf16-state", "session-hash", "no-invalidation",
-    "lenient",
-)  # fmt: skip
+#: The ``overfit`` flags, each with the variant it stands for, in :data:`VARIANTS` order.
+ABLATION_FLAGS: dict[str, Variant] = {v.flag: v for v in VARIANTS.values() if v.flag is not None}
+
+#: What ``--variants`` defaults to: the full recipe and every broken recipe of §3.2-§3.3.
+DEFAULT_VARIANTS: tuple[str, ...] = tuple(v.name for v in VARIANTS.values() if v.default)
 
 #: The variant that needs more than one engine (on one engine it places groups like the recipe).
 _NEEDS_TWO_ENGINES = "session-hash"
@@ -172,7 +188,7 @@ def seeded_configs(configs: Mapping[str, RunConfig], seeds: Sequence[int]) -> di
     """Every variant once per seed (``run.seed``), keyed ``<variant>/seed-<n>`` in variant
     order then seed order; ``configs`` unchanged when ``seeds`` is empty (one run per variant
     at the base config's seed, the layout ``OUT/<variant>/``)."""
-    from arctic_swe.metrics._seeds import seed_label  # metrics imports matplotlib: not at --help
+    from arctic_swe.metrics import seed_label  # metrics imports matplotlib: not at --help
 
     if not seeds:
         return dict(configs)

@@ -5,4 +5,6 @@ Nothing here imports torch, transformers or matplotlib at module level: building
 (``--help``, ``--version``, usage errors) must stay instant.
 """
 
-__all__: list[str] = []
+from arctic_swe.cli._registry import COMMAND_MODULES, Command, commands, load_command
+
+__all__ = ["COMMAND_MODULES", "Command", "commands", "load_command"]

@@ -9,17 +9,16 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from arctic_swe._argtypes import Subparsers
+from arctic_swe._execute import CommandInterruptedError, runtime_errors, user_errors
 from arctic_swe.ablate import DEFAULT_VARIANTS, VARIANTS
-from arctic_swe.cli._execute import CommandInterruptedError, runtime_errors, user_errors
 from arctic_swe.cli._output import console
 from arctic_swe.cli._overfit import add_config_options, add_input_options
-from arctic_swe.cli._registry import Subparsers
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from arctic_swe.ablate import AblationPlan
-    from arctic_swe.ablate._run import VariantEvent
+    from arctic_swe.ablate import AblationPlan, VariantEvent
     from arctic_swe.config import RunConfig
     from arctic_swe.orchestrator import Inputs
 
@@ -94,8 +93,7 @@ def run(args: argparse.Namespace) -> int:
 def _run_variants(plan: AblationPlan, inputs: Inputs, note: Console, where: list[str]) -> None:
     """Every variant in turn under one progress bar (updates of all variants together)."""
     from arctic_swe._progress import stage_progress
-    from arctic_swe.ablate import VariantState
-    from arctic_swe.ablate._run import run_ablation
+    from arctic_swe.ablate import VariantState, run_ablation
     from arctic_swe.metrics import MetricsLog
 
     offsets, total = {}, 0  # updates of the variants before each one, on the shared bar

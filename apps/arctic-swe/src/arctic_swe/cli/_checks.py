@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from arctic_swe._execute import CommandError, user_errors
 from arctic_swe._hf_layout import checkpoint_problem
-from arctic_swe.cli._execute import CommandError, user_errors
 
 if TYPE_CHECKING:
     from arctic_swe.deck import Deck

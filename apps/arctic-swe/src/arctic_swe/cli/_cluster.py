@@ -13,18 +13,17 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from arctic_swe._argtypes import non_negative_int, positive_int
-from arctic_swe.cli._checks import require_file
-from arctic_swe.cli._defaults import DEFAULT_DECK, DEFAULT_POLICY
-from arctic_swe.cli._execute import (
+from arctic_swe._argtypes import Subparsers, non_negative_int, positive_int
+from arctic_swe._execute import (
     FAILURE_EXIT,
     CommandError,
     CommandInterruptedError,
     error,
     user_errors,
 )
+from arctic_swe.cli._checks import require_file
+from arctic_swe.cli._defaults import DEFAULT_DECK, DEFAULT_POLICY
 from arctic_swe.cli._output import console
-from arctic_swe.cli._registry import Subparsers
 
 if TYPE_CHECKING:
     from arctic_swe.cluster import ClusterConfig, UpOutcome

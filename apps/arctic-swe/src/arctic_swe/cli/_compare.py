@@ -11,11 +11,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from arctic_swe._argtypes import positive_int
+from arctic_swe._argtypes import Subparsers, positive_int
+from arctic_swe._execute import CommandError, user_errors
 from arctic_swe.cli._checks import require_run_metrics
-from arctic_swe.cli._execute import CommandError, user_errors
 from arctic_swe.cli._output import console
-from arctic_swe.cli._registry import Subparsers
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from importlib.metadata import PackageNotFoundError, version
 
+from arctic_swe._argtypes import Subparsers
 from arctic_swe.cli._defaults import COMPONENTS
-from arctic_swe.cli._registry import Subparsers
 
 
 def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:

@@ -7,13 +7,13 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from arctic_swe._argtypes import non_negative_int, positive_int
+from arctic_swe._argtypes import Subparsers, non_negative_int, positive_int
+from arctic_swe._execute import CommandError, user_errors
 from arctic_swe.cli._checks import require_writable_directory
 from arctic_swe.cli._deck_import import add_import_parser, run_import
-from arctic_swe.cli._defaults import DEFAULT_DECK, TOKENIZER_DIR
-from arctic_swe.cli._execute import CommandError, user_errors
+from arctic_swe.cli._defaults import DEFAULT_DECK
 from arctic_swe.cli._output import console
-from arctic_swe.cli._registry import Subparsers
+from arctic_swe.config import TOKENIZER_DIR
 
 if TYPE_CHECKING:
     from arctic_swe.deck import Deck

@@ -6,11 +6,10 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from arctic_swe._argtypes import positive_int
+from arctic_swe._argtypes import Subparsers, positive_int
+from arctic_swe._execute import runtime_errors, user_errors
 from arctic_swe.cli._checks import require_directories, require_file, require_writable_directory
-from arctic_swe.cli._execute import runtime_errors, user_errors
 from arctic_swe.cli._output import console
-from arctic_swe.cli._registry import Subparsers
 
 if TYPE_CHECKING:
     from swe_sandbox import Backend

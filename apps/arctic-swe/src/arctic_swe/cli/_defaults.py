@@ -1,7 +1,7 @@
-"""Constants every ``arctic-swe`` command shares: default paths, the warm start's defaults,
-the component list, the ablation flags and the options of every command that runs rollouts
-(one place, so ``overfit``'s implicit warm start and ``arctic-swe warmstart`` cannot drift
-apart)."""
+"""Constants every ``arctic-swe`` command shares: default paths, the component list, the
+deck's splits and the options of every command that runs rollouts. The defaults the loop needs
+too (the tokenizer's place in a deck, the warm start's budget) are :mod:`arctic_swe.config`'s;
+the ablation flags are :data:`arctic_swe.ablate.VARIANTS`."""
 
 from __future__ import annotations
 
@@ -24,33 +24,6 @@ COMPONENTS: tuple[str, ...] = (
 DEFAULT_DECK = "runs/deck"
 DEFAULT_POLICY = "runs/warmstart"
 DEFAULT_RUN_DIR = "runs/overfit"
-
-#: Where ``deck build`` saves the tokenizer, inside the deck directory.
-TOKENIZER_DIR = "tokenizer"
-
-#: The warm start's defaults (``arctic-swe warmstart`` and the one ``overfit`` runs itself).
-WARMSTART_TASKS = 200
-WARMSTART_STEPS = 300
-WARMSTART_WORKERS = 2
-
-#: Ablation flag -> (the ``--set`` it stands for, what it changes): each removes one component
-#: of the stable recipe (Arctic-SWE §3).
-ABLATIONS: dict[str, tuple[str, str]] = {
-    "--no-gated-reward": ("harness.gated_reward=false", "gated reward off"),
-    "--lenient-format": ("harness.strict_format=false", "raw format check off (lenient parse)"),
-    "--no-fp32-numerics": (
-        "trainer.fp32_numerics=false",
-        "FP32 numerics off (the engines compute and keep their recurrent state in bf16)",
-    ),
-    "--no-cache-invalidation": (
-        "engine.invalidate_caches=false",
-        "keep stale caches across weight refreshes",
-    ),
-    "--session-hash": ("engine.routing=session_hash", "session-hash routing, not least-loaded"),
-    "--no-eviction": ("deck.eviction=false", "never retire tasks"),
-    "--clip": ("trainer.ratio_control=ppo_clip", "PPO clipping instead of the IcePop mask"),
-    "--rollout-mean": ("trainer.aggregation=rollout_mean", "per-rollout mean, not token mean"),
-}
 
 #: The deck's splits, as ``--split`` accepts them.
 SPLITS: tuple[str, ...] = ("pool", "heldout", "warmstart")

@@ -5,11 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from arctic_swe._argtypes import non_negative_int
+from arctic_swe._argtypes import Subparsers, non_negative_int
+from arctic_swe._execute import CommandError, user_errors
 from arctic_swe.cli._checks import require_checkpoint, require_free_target
-from arctic_swe.cli._execute import CommandError, user_errors
 from arctic_swe.cli._output import console
-from arctic_swe.cli._registry import Subparsers
 
 #: Kept in step with ``arctic_swe.model.PRESETS`` / ``arctic_swe.chat.TEMPLATES`` (tested); named
 #: here so ``--help`` imports nothing heavy.

@@ -45,7 +45,7 @@ def solved_counter(progress: Progress, bar: TaskID) -> Callable[[Trajectory], No
 def check_writable(path: str | os.PathLike[str]) -> None:
     """Fail before any work when ``path`` cannot be written (its directory is missing or
     read-only): a run must not end, minutes later, unable to save its result."""
-    from arctic_swe.cli._execute import CommandError
+    from arctic_swe._execute import CommandError
 
     directory = Path(path).resolve().parent
     try:

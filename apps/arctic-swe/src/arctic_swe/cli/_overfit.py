@@ -7,11 +7,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from arctic_swe._argtypes import positive_int
-from arctic_swe.cli._defaults import ABLATIONS, DEFAULT_DECK, DEFAULT_POLICY, DEFAULT_RUN_DIR
-from arctic_swe.cli._execute import CommandInterruptedError, runtime_errors, user_errors
+from arctic_swe._argtypes import Subparsers, positive_int
+from arctic_swe._execute import CommandInterruptedError, runtime_errors, user_errors
+from arctic_swe.ablate import ABLATION_FLAGS
+from arctic_swe.cli._defaults import DEFAULT_DECK, DEFAULT_POLICY, DEFAULT_RUN_DIR
 from arctic_swe.cli._output import console
-from arctic_swe.cli._registry import Subparsers
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -35,8 +35,8 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     add_config_options(overfit)
     overfit.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
     add_input_options(overfit)
-    for flag, (_, meaning) in ABLATIONS.items():
-        overfit.add_argument(flag, action="store_true", help=f"ablation: {meaning}")
+    for flag, variant in ABLATION_FLAGS.items():  # one per variant of `arctic-swe ablate`
+        overfit.add_argument(flag, action="store_true", help=f"ablation: {variant.meaning}")
     return overfit
 
 
@@ -92,10 +92,10 @@ def add_input_options(parser: argparse.ArgumentParser) -> None:
 
 def ablation_overrides(args: argparse.Namespace) -> list[str]:
     """The ``--set`` strings the chosen ablation flags stand for."""
-    chosen = []
-    for flag, (assignment, _) in ABLATIONS.items():
+    chosen: list[str] = []
+    for flag, variant in ABLATION_FLAGS.items():
         if getattr(args, flag.lstrip("-").replace("-", "_"), False):
-            chosen.append(assignment)
+            chosen.extend(variant.overrides)
     return chosen
 
 
@@ -180,8 +180,7 @@ def prepare_inputs(
     import torch
 
     from arctic_swe.config import PROCEDURAL_DECK
-    from arctic_swe.orchestrator import Inputs
-    from arctic_swe.orchestrator._inputs import ensure_deck, ensure_policy
+    from arctic_swe.orchestrator import Inputs, ensure_deck, ensure_policy
 
     torch.set_num_threads(args.warmstart_threads)
     deck_dir = Path(args.deck)
@@ -197,7 +196,7 @@ def prepare_inputs(
 
 def _train(args: argparse.Namespace, run_dir: RunDir, config: RunConfig) -> int:
     """Build or reuse the deck and the warm start, then run the RL loop."""
-    from arctic_swe.orchestrator import run_overfit
+    from arctic_swe.orchestrator import run_training
 
     note = console(stderr=True)
     stage = ["while building the deck"]
@@ -205,7 +204,7 @@ def _train(args: argparse.Namespace, run_dir: RunDir, config: RunConfig) -> int:
         try:
             inputs = prepare_inputs(args, config, note, on_stage=lambda now: stage.append(now))
             stage.append("")
-            result = run_overfit(config, run_dir, inputs, resume=args.resume, console=note)
+            result = run_training(config, run_dir, inputs, resume=args.resume, console=note)
         except KeyboardInterrupt:
             where = stage[-1] or _last_update(run_dir.metrics)
             raise CommandInterruptedError(

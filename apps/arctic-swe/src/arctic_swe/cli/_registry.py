@@ -12,7 +12,8 @@ import argparse
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+
+from arctic_swe._argtypes import Subparsers
 
 #: The sub-command modules, in ``--help`` order.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -29,12 +30,6 @@ COMMAND_MODULES: tuple[str, ...] = (
     "arctic_swe.cli._cluster",
     "arctic_swe.cli._train_worker",
 )
-
-
-class Subparsers(Protocol):
-    """What ``ArgumentParser.add_subparsers()`` returns, as far as a command module needs it."""
-
-    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser: ...
 
 
 @dataclass(frozen=True)

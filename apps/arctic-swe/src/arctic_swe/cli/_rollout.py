@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from arctic_swe._argtypes import non_negative_int, positive_int
+from arctic_swe._argtypes import Subparsers, non_negative_int, positive_int
 from arctic_swe._backends import sandbox_backend
+from arctic_swe._execute import runtime_errors, user_errors
 from arctic_swe.cli._checks import load_deck_first, require_directories
 from arctic_swe.cli._defaults import (
     DEFAULT_DECK,
@@ -14,9 +15,7 @@ from arctic_swe.cli._defaults import (
     SPLITS,
     add_rollout_options,
 )
-from arctic_swe.cli._execute import runtime_errors, user_errors
 from arctic_swe.cli._output import check_writable, console, print_json_line, solved_counter
-from arctic_swe.cli._registry import Subparsers
 
 
 def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:

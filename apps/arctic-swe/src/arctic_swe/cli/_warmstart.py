@@ -5,19 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from arctic_swe._argtypes import non_negative_int, positive_float, positive_int
+from arctic_swe._argtypes import Subparsers, non_negative_int, positive_float, positive_int
+from arctic_swe._execute import CommandInterruptedError, runtime_errors, user_errors
 from arctic_swe.cli._checks import load_deck_first
-from arctic_swe.cli._defaults import (
-    DEFAULT_DECK,
-    DEFAULT_POLICY,
-    TOKENIZER_DIR,
-    WARMSTART_STEPS,
-    WARMSTART_TASKS,
-    WARMSTART_WORKERS,
-)
-from arctic_swe.cli._execute import CommandInterruptedError, runtime_errors, user_errors
+from arctic_swe.cli._defaults import DEFAULT_DECK, DEFAULT_POLICY
 from arctic_swe.cli._output import console
-from arctic_swe.cli._registry import Subparsers
+from arctic_swe.config import TOKENIZER_DIR, WARMSTART_STEPS, WARMSTART_TASKS, WARMSTART_WORKERS
 
 
 def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:

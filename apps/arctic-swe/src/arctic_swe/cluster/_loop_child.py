@@ -1,6 +1,6 @@
 """``arctic-swe cluster loop``: the orchestrator loop as the cluster's last child process.
 
-It is ``arctic-swe overfit``'s loop (:func:`arctic_swe.orchestrator.run_overfit`) on the
+It is ``arctic-swe overfit``'s loop (:func:`arctic_swe.orchestrator.run_training`) on the
 configuration the launcher wrote (``RUN/cluster/loop.toml``: HTTP engines at their URLs, the
 remote trainer at rank 0's URL), with the sandbox backend the topology names. Running it as a
 child, not in the launcher, keeps the launcher a pure supervisor: every process — the loop
@@ -31,14 +31,13 @@ def run_loop(
     ``resume`` continues from the run's last checkpoint (with the new servers' URLs)."""
     import torch
 
+    from arctic_swe._execute import user_errors
     from arctic_swe.chat import ChatError
-    from arctic_swe.cli._execute import user_errors
     from arctic_swe.config import RunConfigError, RunDirError, load_toml, prepare_run_dir
     from arctic_swe.deck import DeckError
     from arctic_swe.metrics import MetricsError
     from arctic_swe.model import PolicyError
-    from arctic_swe.orchestrator import Inputs, SetupError, run_overfit
-    from arctic_swe.orchestrator._inputs import ensure_deck
+    from arctic_swe.orchestrator import Inputs, SetupError, ensure_deck, run_training
     from arctic_swe.trainer import TrainerError
 
     errors = (
@@ -50,7 +49,7 @@ def run_loop(
         run = prepare_run_dir(run_dir, config, resume=resume)
         torch.set_num_threads(1)  # the loop tokenises and schedules; ranks and engines compute
         deck_dir = ensure_deck(deck, config, console)
-        result = run_overfit(
+        result = run_training(
             config,
             run,
             Inputs(deck_dir, policy),

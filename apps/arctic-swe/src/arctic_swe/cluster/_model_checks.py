@@ -29,7 +29,7 @@ from arctic_swe._hf_layout import LayoutError, read_json
 from arctic_swe.cluster._errors import ContextLengthError, PreflightError, ServedModelError
 from arctic_swe.cluster._plan import SERVED_MODEL_NAME
 from arctic_swe.cluster._topology import ClusterConfig
-from arctic_swe.serve._vllm import VllmServeSpec
+from arctic_swe.serve import VllmServeSpec
 
 
 def checkpoint_positions(model_dir: Path) -> int | None:

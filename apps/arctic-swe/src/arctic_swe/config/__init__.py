@@ -1,5 +1,11 @@
 """Run configuration (TOML with presets, ``--set`` overrides, validation) and the run directory."""
 
+from arctic_swe.config._defaults import (
+    TOKENIZER_DIR,
+    WARMSTART_STEPS,
+    WARMSTART_TASKS,
+    WARMSTART_WORKERS,
+)
 from arctic_swe.config._errors import RunConfigError, RunDirError
 from arctic_swe.config._load import (
     PRESETS,
@@ -52,6 +58,7 @@ from arctic_swe.config._tables import (
     split_known,
     update_record,
 )
+from arctic_swe.config._worker_args import WORKER_DESCRIPTION, add_worker_options, worker_inputs
 
 __all__ = [
     "INPUTS_FILE",
@@ -59,7 +66,12 @@ __all__ = [
     "PRESETS",
     "PROCEDURAL_DECK",
     "SECTIONS",
+    "TOKENIZER_DIR",
+    "WARMSTART_STEPS",
+    "WARMSTART_TASKS",
+    "WARMSTART_WORKERS",
     "WEIGHT_TRANSFERS",
+    "WORKER_DESCRIPTION",
     "DeckSection",
     "EndReason",
     "EngineSection",
@@ -74,6 +86,7 @@ __all__ = [
     "RunSection",
     "SandboxSection",
     "TrainerSection",
+    "add_worker_options",
     "apply_overrides",
     "check_sections",
     "clear_run_end",
@@ -97,6 +110,7 @@ __all__ = [
     "to_toml",
     "update_record",
     "validate",
+    "worker_inputs",
     "write_run_end",
     "write_run_inputs",
 ]

@@ -16,8 +16,9 @@ from typing import Any
 
 import attrs
 
+from arctic_swe._step_dirs import write_text_atomic
 from arctic_swe.config._errors import RunDirError
-from arctic_swe.config._rundir import RunDir, _write_atomic
+from arctic_swe.config._rundir import RunDir
 
 FINISHED_FILE = "finished.json"
 
@@ -72,7 +73,7 @@ class RunEnd:
 def write_run_end(run: RunDir, end: RunEnd) -> None:
     """Write ``RUN/finished.json`` atomically."""
     payload = attrs.asdict(end, value_serializer=_serialize)
-    _write_atomic(run.root / FINISHED_FILE, json.dumps(payload, sort_keys=True) + "\n")
+    write_text_atomic(run.root / FINISHED_FILE, json.dumps(payload, sort_keys=True) + "\n")
 
 
 def read_run_end(run: RunDir) -> RunEnd | None:

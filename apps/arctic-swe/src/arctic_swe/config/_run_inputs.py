@@ -17,8 +17,9 @@ from pathlib import Path
 
 import attrs
 
+from arctic_swe._step_dirs import write_text_atomic
 from arctic_swe.config._errors import RunDirError
-from arctic_swe.config._rundir import RunDir, _write_atomic
+from arctic_swe.config._rundir import RunDir
 
 INPUTS_FILE = "inputs.json"
 _CHUNK = 1 << 20
@@ -107,7 +108,7 @@ def fingerprint_inputs(deck: Path, policy_dir: Path) -> RunInputs:
 def write_run_inputs(run: RunDir, inputs: RunInputs) -> None:
     """Write ``RUN/inputs.json`` atomically."""
     text = json.dumps(attrs.asdict(inputs), sort_keys=True) + "\n"
-    _write_atomic(run.root / INPUTS_FILE, text)
+    write_text_atomic(run.root / INPUTS_FILE, text)
 
 
 def read_run_inputs(run: RunDir) -> RunInputs | None:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import attrs
 
+from arctic_swe._step_dirs import write_text_atomic
 from arctic_swe.config._errors import RunDirError
 from arctic_swe.config._load import load_toml, to_toml
 from arctic_swe.config._schema import RunConfig
@@ -68,7 +69,7 @@ def prepare_run_dir(path: str | os.PathLike[str], config: RunConfig, *, resume: 
         return run
     if run.config.exists():
         raise RunDirError(f"{run.root} already holds a run; pass --resume or pick a new --run-dir")
-    _write_atomic(run.config, to_toml(config))
+    write_text_atomic(run.config, to_toml(config))
     run.plots.mkdir(exist_ok=True)
     run.checkpoints.mkdir(exist_ok=True)
     return run
@@ -85,16 +86,3 @@ def _probe_writable(root: Path) -> None:
             pass
     except OSError as exc:
         raise RunDirError(f"run directory {root} is not writable: {exc}") from exc
-
-
-def _write_atomic(target: Path, text: str) -> None:
-    fd, staging = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(staging, target)
-    except BaseException:
-        Path(staging).unlink(missing_ok=True)
-        raise

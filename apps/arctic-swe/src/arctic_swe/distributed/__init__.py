@@ -15,6 +15,7 @@ from arctic_swe.distributed._errors import (
     TrainerUnavailableError,
 )
 from arctic_swe.distributed._loopstate import load_loop_state, save_loop_state
+from arctic_swe.distributed._main import run_worker
 from arctic_swe.distributed._sharded import PolicyScorer, ShardedTrainer, ShardStats
 from arctic_swe.distributed._split import split_by_tokens
 from arctic_swe.distributed._weight_sender import RemoteWeightSender
@@ -38,6 +39,7 @@ __all__ = [
     "latest_sharded",
     "load_loop_state",
     "load_sharded",
+    "run_worker",
     "save_loop_state",
     "save_sharded",
     "split_by_tokens",

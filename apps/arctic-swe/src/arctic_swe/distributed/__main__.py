@@ -1,5 +1,5 @@
 """``python -m arctic_swe.distributed``: one trainer rank (run it under ``torchrun``)."""
 
-from arctic_swe.cli._train_worker import main
+from arctic_swe.distributed._main import main
 
 raise SystemExit(main())

@@ -30,12 +30,16 @@ from torch.distributed.fsdp import FSDPModule, fully_shard
 
 from arctic_swe.config import TrainerSection
 from arctic_swe.distributed._split import split_by_tokens
-from arctic_swe.trainer import BatchError, PaddedBatch, TrainSample, loss_config, pad_batch
-from arctic_swe.trainer._trainer import (
+from arctic_swe.trainer import (
     TOKEN_MEANS,
+    BatchError,
+    PaddedBatch,
+    TrainSample,
     autocast_for,
+    loss_config,
     micro_batch_loss,
     micro_batches,
+    pad_batch,
     score_tokens,
 )
 from cispo_loss import default_normalizer

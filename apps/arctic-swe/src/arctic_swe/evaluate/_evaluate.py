@@ -29,7 +29,14 @@ from arctic_swe._wilson import wilson_interval
 from arctic_swe.chat import IM_END, load_tokenizer, special_id
 from arctic_swe.engine import EngineConfig, TorchEngine
 from arctic_swe.evaluate._seeds import SeededSampler, rollout_seeds
-from arctic_swe.harness import TINY_HARNESS, EngineSampler, HarnessConfig, Trajectory, run_rollouts
+from arctic_swe.harness import (
+    TINY_HARNESS,
+    EngineSampler,
+    HarnessConfig,
+    Trajectory,
+    harness_config,
+    run_rollouts,
+)
 from arctic_swe.model import assign_weights, load_policy, read_weights
 from arctic_swe.trainer import policy_dir
 from swe_sandbox import Backend, NamespaceBackend, SandboxPool, TaskSpec
@@ -179,8 +186,6 @@ def recipe_harness(config: RunConfig) -> HarnessConfig:
     """A run's episode budgets under the recipe's gate and raw format check, whatever the run
     ablates: what the run's measured pool success (``run.pool_eval_every``) samples with, so
     runs and ablations are measured alike."""
-    from arctic_swe.orchestrator import harness_config
-
     return replace(harness_config(config), gated_reward=True, strict_format=True)
 
 

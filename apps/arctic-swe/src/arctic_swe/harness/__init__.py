@@ -14,6 +14,7 @@ from arctic_swe.harness._episode import (
 from arctic_swe.harness._errors import HarnessError
 from arctic_swe.harness._report import summary, summary_table, trajectory_view
 from arctic_swe.harness._rollout import run_rollouts
+from arctic_swe.harness._run_config import harness_config
 from arctic_swe.harness._sampler import EngineSampler, SampledTurn, ScriptedSampler, TurnSampler
 from arctic_swe.harness._trajectory import NOT_GENERATED, Trajectory, TurnRecord
 
@@ -32,6 +33,7 @@ __all__ = [
     "TurnSampler",
     "clip",
     "episode_format",
+    "harness_config",
     "mask_durations",
     "prompt_text",
     "run_episode",

@@ -14,6 +14,7 @@ from arctic_swe.model._config import TINY_PRESET, PolicyPreset, policy_config
 from arctic_swe.model._errors import CheckpointError, PolicyConfigError, PolicyError
 from arctic_swe.model._init import INIT_VOCAB_SIZE, PRESETS, init_checkpoint
 from arctic_swe.model._layout import check_checkpoint
+from arctic_swe.model._quiet import silence_conv_fallback_notice
 
 __all__ = [
     "COMPUTE_DTYPES",
@@ -35,4 +36,5 @@ __all__ = [
     "read_weights",
     "save_policy",
     "set_compute_dtype",
+    "silence_conv_fallback_notice",
 ]

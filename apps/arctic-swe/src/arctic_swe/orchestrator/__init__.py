@@ -9,16 +9,16 @@ from arctic_swe.orchestrator._batch import (
     training_rewards,
 )
 from arctic_swe.orchestrator._groups import GroupJob, GroupOutcome, LeaseSampler, run_group
+from arctic_swe.orchestrator._inputs import ensure_deck, ensure_policy, random_init_inputs
 from arctic_swe.orchestrator._loop import Components, RLLoop
-from arctic_swe.orchestrator._overfit import OverfitResult, run_overfit
 from arctic_swe.orchestrator._provenance import InputsChangedError, record_inputs
 from arctic_swe.orchestrator._setup import (
     EngineFactory,
     Inputs,
     SetupError,
-    harness_config,
     open_components,
 )
+from arctic_swe.orchestrator._training import TrainingResult, run_training
 
 __all__ = [
     "FORMAT_GATE_ENDINGS",
@@ -30,15 +30,17 @@ __all__ = [
     "Inputs",
     "InputsChangedError",
     "LeaseSampler",
-    "OverfitResult",
     "RLLoop",
     "SetupError",
+    "TrainingResult",
     "build_samples",
-    "harness_config",
+    "ensure_deck",
+    "ensure_policy",
     "open_components",
+    "random_init_inputs",
     "record_inputs",
     "run_group",
-    "run_overfit",
+    "run_training",
     "tally",
     "training_rewards",
 ]

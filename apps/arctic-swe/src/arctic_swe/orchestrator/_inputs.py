@@ -13,13 +13,13 @@ from pathlib import Path
 from rich.console import Console
 
 from arctic_swe.chat import DEFAULT_VOCAB_SIZE, load_tokenizer, save_tokenizer, train_tokenizer
-from arctic_swe.cli._defaults import (
+from arctic_swe.config import (
     TOKENIZER_DIR,
     WARMSTART_STEPS,
     WARMSTART_TASKS,
     WARMSTART_WORKERS,
+    RunConfig,
 )
-from arctic_swe.config import RunConfig
 from arctic_swe.deck import DeckConfig, load_deck, write_deck
 from arctic_swe.harness import TINY_HARNESS
 from arctic_swe.orchestrator._setup import Inputs, SetupError
@@ -35,7 +35,7 @@ def ensure_deck(deck_dir: Path, config: RunConfig, console: Console) -> Path:
         (deck_dir / TOKENIZER_DIR / "tokenizer.json").is_file() or _imported(deck_dir)
     ):
         return deck_dir
-    from arctic_swe.warmstart._corpus import deck_corpus
+    from arctic_swe.warmstart import deck_corpus
 
     console.print(f"building the deck in {deck_dir} ...")
     deck = write_deck(deck_dir, DeckConfig(pool_size=max(160, config.deck.pool_size)))
@@ -96,7 +96,7 @@ def random_init_inputs(
     policy solves by luck only; ``ensure_policy`` builds the real warm start)."""
     from arctic_swe.model import policy_config, save_policy
     from arctic_swe.trainer import build_fp32_policy
-    from arctic_swe.warmstart._corpus import deck_corpus
+    from arctic_swe.warmstart import deck_corpus
 
     deck = write_deck(
         root / "deck",

@@ -27,7 +27,7 @@ from arctic_swe.distributed import (
     load_loop_state,
 )
 from arctic_swe.evaluate import recipe_harness
-from arctic_swe.harness import HarnessConfig, episode_format
+from arctic_swe.harness import episode_format, harness_config
 from arctic_swe.metrics import MetricsLog
 from arctic_swe.model import CheckpointError
 from arctic_swe.orchestrator._engines import (
@@ -73,22 +73,6 @@ class Inputs:
 
     deck_dir: Path
     policy_dir: Path
-
-
-def harness_config(config: RunConfig) -> HarnessConfig:
-    """The harness limits and recipe switches of a run (``[harness]`` and the engine's
-    ``max_new_tokens``)."""
-    h = config.harness
-    return HarnessConfig(
-        max_turns=h.max_turns,
-        max_tokens=h.max_tokens,
-        max_new_tokens=config.engine.max_new_tokens,
-        observation_chars=h.observation_chars,
-        exec_timeout_s=h.exec_timeout_s,
-        gated_reward=h.gated_reward,
-        strict_format=h.strict_format,
-        mask_durations=h.mask_durations,
-    )
 
 
 def _load_policy(config: RunConfig, path: Path) -> nn.Module:

@@ -15,9 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-from arctic_swe._argtypes import non_negative_int, positive_int
-from arctic_swe.cli._execute import CommandError, user_errors
-from arctic_swe.cli._registry import Subparsers
+from arctic_swe._argtypes import Subparsers, non_negative_int, positive_int
+from arctic_swe._execute import CommandError, user_errors
 
 
 def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:

@@ -27,16 +27,22 @@ from arctic_swe.trainer._runstate import (
 from arctic_swe.trainer._samples import PaddedBatch, TrainSample, pad_batch
 from arctic_swe.trainer._trainer import (
     OMEGA_QUANTILES,
+    TOKEN_MEANS,
     StepStats,
     Trainer,
+    autocast_for,
     loss_config,
+    micro_batch_loss,
+    micro_batches,
     omega_stats,
+    score_tokens,
 )
 
 __all__ = [
     "AUDIT_TOKENS",
     "LATEST",
     "OMEGA_QUANTILES",
+    "TOKEN_MEANS",
     "BatchError",
     "LayerTypeKL",
     "PaddedBatch",
@@ -50,11 +56,14 @@ __all__ = [
     "apply_fp32_numerics",
     "audit_layer_types",
     "audit_window",
+    "autocast_for",
     "build_fp32_policy",
     "latest_checkpoint",
     "load_checkpoint",
     "load_fp32_policy",
     "loss_config",
+    "micro_batch_loss",
+    "micro_batches",
     "numerics_figures",
     "omega_stats",
     "pad_batch",
@@ -62,5 +71,6 @@ __all__ = [
     "read_run_state",
     "restore_run_state",
     "save_checkpoint",
+    "score_tokens",
     "write_run_state",
 ]

@@ -16,8 +16,7 @@ from torch import nn
 from transformers import Qwen3_5ForCausalLM, Qwen3_5TextConfig
 
 import hybrid_numerics
-from arctic_swe.model import build_policy, load_policy
-from arctic_swe.model._quiet import silence_conv_fallback_notice
+from arctic_swe.model import build_policy, load_policy, silence_conv_fallback_notice
 
 
 def apply_fp32_numerics(model: nn.Module, *, fp32_state: bool = True) -> nn.Module:

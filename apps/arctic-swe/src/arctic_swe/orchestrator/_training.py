@@ -1,4 +1,6 @@
-"""``run_overfit``: the stress test end to end (Arctic-SWE §3.1).
+"""``run_training``: one RL training run end to end, whatever it is for — the overfitting stress
+test of ``arctic-swe overfit`` (Arctic-SWE §3.1), each variant of ``arctic-swe ablate``, the
+loop child of ``arctic-swe cluster up``.
 
 Order matters for the bad-input contract: the configuration and the run directory are checked
 first (a clear error, nothing written elsewhere), then the deck and the warm-start policy are
@@ -33,8 +35,8 @@ from swe_sandbox import Backend
 
 
 @dataclass(frozen=True)
-class OverfitResult:
-    """What a run left behind."""
+class TrainingResult:
+    """What a training run left behind."""
 
     run: RunDir
     records: tuple[UpdateMetrics, ...]  # the whole metrics log (resumed runs included)
@@ -43,7 +45,7 @@ class OverfitResult:
     end: RunEnd | None  # why the loop stopped (``RUN/finished.json``)
 
 
-def run_overfit(
+def run_training(
     config: RunConfig,
     run: RunDir,
     inputs: Inputs,
@@ -53,8 +55,9 @@ def run_overfit(
     backend: Backend | None = None,
     engine_factory: EngineFactory = torch_engine,
     on_update: Callable[[UpdateMetrics], None] | None = None,
-) -> OverfitResult:
-    """Run (or resume) the stress test in ``run``; returns the metrics, summary and plots."""
+) -> TrainingResult:
+    """Run (or resume) the RL loop of ``config`` in ``run`` from ``inputs`` until
+    ``run.updates`` (or an early stop); returns the metrics, summary and plots."""
     console = console or Console(stderr=True)
     record_inputs(run, config, inputs, resume=resume, console=console)  # refuses a changed deck
     if resume:  # in progress again until its loop stops
@@ -87,4 +90,4 @@ def run_overfit(
     if records and config.metrics.plots:
         plots = tuple(plot_run(records, run.plots))
     summary = summarize(records) if records else None
-    return OverfitResult(run, records, summary, plots, read_run_end(run))
+    return TrainingResult(run, records, summary, plots, read_run_end(run))

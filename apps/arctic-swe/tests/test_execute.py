@@ -1,4 +1,4 @@
-"""Tests for ``arctic_swe.cli._execute``: how every command ends. A table of bad inputs per
+"""Tests for ``arctic_swe._execute``: how every command ends. A table of bad inputs per
 sub-command gives one ``arctic-swe: error:`` line and exit 2, with nothing created; a failure
 of the work itself gives one such line and exit 1; SIGINT and SIGTERM stop a command with one
 line, exit 130 / 143, cleanup run and no traceback."""
@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arctic_swe._cli import main
-from arctic_swe.cli._execute import CommandError, CommandFailedError, execute, runtime_errors
+from arctic_swe._execute import CommandError, CommandFailedError, execute, runtime_errors
 from arctic_swe.deck import DeckConfig, write_deck
 
 BAD_TOML = "x = ["
@@ -209,7 +209,7 @@ def test_a_bad_argv_never_exits_0_nor_shows_a_traceback(
 LONG_COMMAND = """
 import argparse, asyncio, sys
 from pathlib import Path
-from arctic_swe.cli._execute import CommandInterruptedError, execute
+from arctic_swe._execute import CommandInterruptedError, execute
 
 marks = Path(sys.argv[1])
 
