@@ -43,7 +43,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "tiny": {},
     "paper": {
         # the paper's cap (4), look-ahead and IcePop band [0, 2]; the tiny defaults are tighter
-        # so that the defenses act at its scale (README)
+        # so that the defenses act at its scale (results/stress-test.md)
         "run": {"updates": 230, "max_off_policy": 4, "lookahead_batches": 1, "pool_eval_every": 0},
         "deck": {"pool_size": 160, "groups_per_update": 32, "rollouts_per_group": 5},
         "engine": {"engines": 6, "capacity": 64, "max_resident": 40, "max_new_tokens": 8192},
@@ -67,7 +67,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     # session), a checkpoint every 10 (each a full save of the policy and the AdamW state).
     # A run that solves its pool runs out of tasks first (eviction, no reactivation): the full
     # recipe retired every task at update 109 (22 min of loop on 2 cores) and stopped; a run
-    # that stops solving keeps its unsolved tasks and runs all 360 (README, long runs).
+    # that stops solving keeps its unsolved tasks and runs all 360 (results/ablations.md, long runs).
     "long": {"run": {"updates": 360, "checkpoint_every": 10}},
 }
 

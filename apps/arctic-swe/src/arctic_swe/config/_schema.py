@@ -26,10 +26,10 @@ class RunSection:
     """The run as a whole: seed, length, checkpoints and the off-policy cap."""
 
     seed: int = 0
-    updates: int = 36  # optimizer steps of the stress test (end-to-end time: README)
+    updates: int = 36  # optimizer steps of the stress test (end-to-end time: results/stress-test.md)
     # Groups older than this many versions are dropped (Arctic-SWE §3.3). Tiny: 1, below the
     # lag 2 the look-ahead produces: a warm-started 36-update run at cap 2 trained lag-2 groups
-    # in 4 updates and never reached lag 3, so a cap of 2 never fired (README, "What the
+    # in 4 updates and never reached lag 3, so a cap of 2 never fired (results/stress-test.md, "What the
     # defenses do at this scale"); the paper preset keeps the paper's 4.
     max_off_policy: int = 1
     checkpoint_every: int = 1  # updates between atomic checkpoints
@@ -43,7 +43,7 @@ class RunSection:
     # updates (0 = off) and at the end, the weights just published sample every pool task
     # ``pool_eval_samples`` times with seeds fixed by (seed, task, sample, turn), on their own
     # engine in the background, ``pool_eval_workers`` sandboxes at once.
-    pool_eval_every: int = 9  # measured cost: README "Measured pool success"
+    pool_eval_every: int = 9  # measured cost: results/loop-costs.md
     pool_eval_samples: int = 2
     pool_eval_workers: int = 4
     # Stop once this many updates in a row had no gradient at all (0 = never). The recipe
@@ -60,7 +60,7 @@ class DeckSection:
     pool_size: int = 16
     # n = 8 rollouts per group, the paper's training setup (Arctic-SWE §5): at 4, all-correct
     # groups (eviction) and all-zero ones (no gradient) come by luck too often on a 16-task
-    # pool (README, stress-test runs); 2 x 8 keeps 16 rollouts per update.
+    # pool (results/stress-test.md); 2 x 8 keeps 16 rollouts per update.
     groups_per_update: int = 2
     rollouts_per_group: int = 8
     eviction: bool = True  # retire a task at its first all-correct group (the final recipe)
@@ -78,7 +78,7 @@ class EngineSection:
     """Inference engines and routing (load-router; Arctic-SWE §3.3)."""
 
     # Two engines, so that routing has a choice to make (least-loaded vs the session-hash
-    # ablation) even on 2 CPU cores; their cost there is measured in the README.
+    # ablation) even on 2 CPU cores; their cost there is measured in results/stress-test.md.
     engines: int = 2
     capacity: int = 16  # cache slots per engine
     max_resident: int = 16  # router cap on resident rollouts per engine
@@ -125,7 +125,7 @@ class HarnessSection:
     observation_chars: int = 1200  # tool output cut to about this many characters
     exec_timeout_s: float = 30.0  # wall-clock limit of one execute_bash
     # pytest's "7 passed in 0.02s" -> "7 passed" in tool output, so one seed gives one warm start
-    # (the durations made warm starts from one deck and seed differ; README "Agent harness")
+    # (the durations made warm starts from one deck and seed differ; results/warmstart-and-tasks.md, "Reproducibility")
     mask_durations: bool = True
     sandboxes: int = 8  # sandboxes running at once (the pool's concurrency)
 
@@ -143,7 +143,7 @@ class SandboxSection:
 class TrainerSection:
     """The optimizer and the objective (cispo-loss; Arctic-SWE §5)."""
 
-    lr: float = 1e-4  # constant learning rate (tiny: 3e-4 degraded the pool, see README)
+    lr: float = 1e-4  # constant learning rate
     beta1: float = 0.9
     beta2: float = 0.98
     weight_decay: float = 0.0
@@ -185,7 +185,7 @@ class MetricsSection:
     # Mismatch KL by layer type (Gated DeltaNet vs softmax attention, hybrid-numerics'
     # mismatch_audit) on one trained rollout: the kl_by_layer_tokens tokens after its prompt,
     # at updates 1, 1 + every, … (0 = never; in-process trainer only). Its decode loops are
-    # the cost: a 64-token audit took about one trainer step of the tiny batch (README).
+    # the cost: a 64-token audit took about one trainer step of the tiny batch (results/loop-costs.md).
     kl_by_layer_every: int = 4
     kl_by_layer_tokens: int = 64
 

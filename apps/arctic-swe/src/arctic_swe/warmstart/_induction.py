@@ -9,7 +9,7 @@ expert's edit turn stayed below 1e-3), because the few dozen copied tokens per t
 small part of its loss. A short copy task installs the mechanism first: sequences ``x SEP x``
 of random non-special tokens, loss on the second ``x`` only (no n-gram shortcut exists, so the
 model must look back). On the tiny preset it reaches near-zero loss within ~150 steps, after
-which SFT learns to copy the path and the line (see the package README for the figures).
+which SFT learns to copy the path and the line (figures: the app's results/warmstart-and-tasks.md).
 """
 
 from __future__ import annotations
