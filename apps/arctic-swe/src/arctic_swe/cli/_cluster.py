@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from arctic_swe._argtypes import non_negative_int, positive_int
+from arctic_swe._backends import SANDBOX_BACKENDS
 from arctic_swe.cli._checks import require_file
 from arctic_swe.cli._defaults import DEFAULT_DECK, DEFAULT_POLICY
 from arctic_swe.cli._execute import (
@@ -81,9 +82,10 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     loop.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
     loop.add_argument(
         "--sandbox",
-        choices=("namespace", "docker"),
+        choices=SANDBOX_BACKENDS,
+        metavar="NAME",
         default="namespace",
-        help="sandbox backend (default: %(default)s)",
+        help="sandbox backend, one of %(choices)s (default: %(default)s)",
     )
     return cluster
 

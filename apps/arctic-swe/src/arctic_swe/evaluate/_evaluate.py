@@ -32,7 +32,7 @@ from arctic_swe.evaluate._seeds import SeededSampler, rollout_seeds
 from arctic_swe.harness import TINY_HARNESS, EngineSampler, HarnessConfig, Trajectory, run_rollouts
 from arctic_swe.model import assign_weights, load_policy, read_weights
 from arctic_swe.trainer import policy_dir
-from swe_sandbox import Backend, NamespaceBackend, SandboxPool, TaskSpec
+from swe_sandbox import DEFAULT_BACKEND, Backend, SandboxPool, TaskSpec, create_backend
 
 if TYPE_CHECKING:
     from arctic_swe.config import RunConfig
@@ -138,7 +138,9 @@ async def sample_rollouts(
         return SeededSampler(engine, tokenizer, index, seeds[index])
 
     try:
-        async with SandboxPool(backend or NamespaceBackend(), max_concurrency=workers) as pool:
+        async with SandboxPool(
+            backend or create_backend(DEFAULT_BACKEND), max_concurrency=workers
+        ) as pool:
             return await run_rollouts(
                 list(tasks),
                 sampler,
