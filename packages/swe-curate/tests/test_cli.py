@@ -24,7 +24,7 @@ from swe_curate._importers import task_to_row
 from swe_curate._records import RecordStore
 from swe_curate._scorer import SandboxScorer
 from swe_curate._verdicts import Verdict
-from swe_sandbox import BackendUnavailableError
+from swe_sandbox import BackendUnavailableError, NamespaceBackend
 
 
 def _rows(tmp_path: Path) -> Path:
@@ -216,6 +216,34 @@ def test_a_sandbox_infrastructure_failure_is_exit_1(
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert err == "swe-curate: error: user namespaces are disabled on this host\n"
+
+
+def test_the_backend_is_chosen_and_built_through_the_sandbox_registry(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import swe_sandbox._registry as registry
+
+    class OtherBackend(NamespaceBackend):
+        name = "other"
+
+    # a name only the registry knows: accepted by --backend, built by create_backend
+    monkeypatch.setattr(registry, "_factories", {**registry._factories, "other": OtherBackend})
+    built: list[object] = []
+
+    def scorer(backend: object, limits: object) -> SandboxScorer:
+        built.append(backend)
+        raise BackendUnavailableError("other backend reached")
+
+    monkeypatch.setattr("swe_curate._cli.SandboxScorer", scorer)
+    argv = ["audit", str(_rows(tmp_path)), "--records", str(tmp_path / "r.jsonl")]
+    assert main([*argv, "--backend", "other"]) == 1
+    assert [type(b) for b in built] == [OtherBackend]
+    assert capsys.readouterr().err == "swe-curate: error: other backend reached\n"
+    monkeypatch.setattr(registry, "_factories", {"namespace": NamespaceBackend})
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, "--backend", "other"])
+    assert exited.value.code == 2
+    assert "invalid choice: 'other'" in capsys.readouterr().err
 
 
 COMMAND_PATHS = [

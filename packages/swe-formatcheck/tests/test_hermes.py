@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 from formatcheck_turns import THINK, bash, check
 
-from swe_formatcheck import Code
+from swe_formatcheck import TOOLSETS, Code, parse_lenient
+
+TOOLS = TOOLSETS["mini_swe_agent_plus"]
 
 
 def hermes(body: str) -> str:
@@ -100,3 +102,39 @@ def test_hermes_structure_errors_outside_the_envelope() -> None:
     twice = hermes(body) + f"\n<tool_call>{body}</tool_call>"
     assert check(twice, dialect="hermes").codes == ("multiple_calls",)
     assert check(hermes(body) + " thanks", dialect="hermes").codes == ("text_after_call",)
+
+
+# -- the lenient reading (the lenient-format ablation), which repairs what check_turn rejects
+
+LENIENT_REPAIRS = [
+    # (raw turn, the call a forgiving Hermes parser executes)
+    ('<tool_call>\n{"name": "execute_bash", "arguments": {"command": "ls"}}', "ls"),  # unclosed
+    ('I will list.\n<tool_call>{"name": "execute_bash", "arguments": {"command": "ls"}}'
+     "</tool_call> done", "ls"),  # text around the call
+    ('<tool_call>{"name": "execute_bash", "arguments": {"command": "ls", "command": "rm -rf b"}}'
+     "</tool_call>", "rm -rf b"),  # the last duplicate wins
+    ('<tool_call>{"name": "execute_bash", "arguments": "{\\"command\\": \\"ls\\"}", "id": 1}'
+     "</tool_call>", "ls"),  # arguments as a JSON string, an extra key
+    ('{"name": "execute_bash", "arguments": {"command": "ls"}}', "ls"),  # no envelope
+    ('<tool_call>{"name": "execute_bash", "arguments": {"command": 7}}</tool_call>', "7"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("raw", "command"), LENIENT_REPAIRS)
+def test_the_lenient_parser_repairs_what_the_strict_check_rejects(raw: str, command: str) -> None:
+    assert not check(raw, dialect="hermes", reasoning="optional").ok
+    assert parse_lenient(raw, tools=TOOLS, dialect="hermes") == bash(command)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "no call at all",
+        '<tool_call>{"name": "rm", "arguments": {"command": "ls"}}</tool_call>',  # no such tool
+        '<tool_call>{"name": "execute_bash", "arguments": {}}</tool_call>',  # required missing
+        '<tool_call>{"name": "execute_bash", "arguments": {"command": "ls"</tool_call>',
+        "<tool_call>[1, 2]</tool_call>",
+    ],
+)
+def test_the_lenient_parser_still_needs_a_declared_tool_and_its_parameters(raw: str) -> None:
+    assert parse_lenient(raw, tools=TOOLS, dialect="hermes") is None

@@ -11,7 +11,9 @@ from __future__ import annotations
 import pytest
 from formatcheck_turns import LS, THINK, bash, check, xml_call
 
-from swe_formatcheck import Code, ToolCall
+from swe_formatcheck import TOOLSETS, Code, ToolCall, parse_lenient
+
+TOOLS = TOOLSETS["mini_swe_agent_plus"]
 
 HTML = '<ul>\n  <li class="a">1 &lt; 2</li>\n  <br/>\n</ul>\n'
 
@@ -119,3 +121,35 @@ def test_call_markup_in_reasoning_is_flagged_but_other_tags_are_not() -> None:
     assert check("<think>\nwrite </parameter> here\n</think>\n" + LS).codes == (
         "call_in_reasoning",
     )
+
+
+# -- the lenient reading (the lenient-format ablation), which repairs what check_turn rejects
+
+LENIENT_REPAIRS = [
+    # (raw turn, the command a forgiving regex parser executes)
+    ("<tool_call>\n<function=execute_bash>\n<parameter=command>\nls\n</parameter>\n", "ls"),
+    ("Sure.\n<tool_call><function=execute_bash><parameter=command>ls</parameter></function>"
+     "</tool_call> bye", "ls"),
+    ("<tool_call>\n<function=execute_bash>\n<parameter=command>\nls\n</parameter>\n"
+     "<parameter=command>\nrm -rf build\n</parameter>\n</function>\n</tool_call>", "rm -rf build"),
+    ("<function=execute_bash>\n<parameter=command>\nls\n</function>", "ls"),  # no envelope
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("raw", "command"), LENIENT_REPAIRS)
+def test_the_lenient_parser_repairs_what_the_strict_check_rejects(raw: str, command: str) -> None:
+    assert not check(raw, reasoning="optional").ok
+    assert parse_lenient(raw, tools=TOOLS) == bash(command)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "nothing",
+        "<tool_call>\n<function=rm>\n<parameter=command>\nls\n</parameter>\n</function>",
+        "<tool_call>\n<function=execute_bash>\n</function>\n</tool_call>",  # command missing
+        '<tool_call>\n{"name": "execute_bash", "arguments": {"command": "ls"}}\n</tool_call>',
+    ],
+)
+def test_the_lenient_parser_still_needs_a_declared_tool_and_its_parameters(raw: str) -> None:
+    assert parse_lenient(raw, tools=TOOLS) is None

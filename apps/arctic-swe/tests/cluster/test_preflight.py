@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 
 from arctic_swe._cli import main
-from arctic_swe.cluster import marked_pids
+from arctic_swe.cluster import PreflightError, marked_pids
+from arctic_swe.cluster._preflight import check_sandbox
+from swe_sandbox import BackendUnavailableError, NamespaceBackend
 
 from .conftest import write_topology
 
@@ -361,3 +363,19 @@ def _has(module: str) -> bool:
     import importlib.util
 
     return importlib.util.find_spec(module) is not None
+
+
+def test_the_preflight_checks_the_named_backend_through_the_registry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import swe_sandbox._registry as registry
+
+    class Unavailable(NamespaceBackend):
+        def check(self) -> None:
+            raise BackendUnavailableError("no engine here")
+
+    monkeypatch.setattr(registry, "_factories", {**registry._factories, "other": Unavailable})
+    with pytest.raises(PreflightError, match=r"sandbox\.backend = other: no engine here"):
+        check_sandbox("other")
+    with pytest.raises(PreflightError, match="unknown sandbox backend 'podman'"):
+        check_sandbox("podman")

@@ -1,4 +1,4 @@
-"""Tests for ``arctic_swe.harness._ablations``: the lenient parser, the ungated gate, and both
+"""Tests for ``arctic_swe.harness._ablations``: the lenient verdict (in the run's dialect), the ungated gate, and both
 ablations end to end through the real namespace sandbox."""
 
 import asyncio
@@ -15,9 +15,9 @@ from arctic_swe.harness import (
     Trajectory,
     run_episode,
 )
-from arctic_swe.harness._ablations import lenient_call, lenient_verdict
+from arctic_swe.harness._ablations import lenient_verdict
 from arctic_swe.warmstart import expert_turns
-from swe_formatcheck import ToolCall, check_turn, render_turn
+from swe_formatcheck import ToolCall, check_turn, parse_lenient, render_turn
 from swe_sandbox import NamespaceBackend, SandboxPool
 
 SUBMIT = render_turn("Submit.", ToolCall("submit", {}))
@@ -32,7 +32,7 @@ def test_lenient_call_reads_every_valid_turn_like_the_strict_check(command: str)
     raw = render_turn("Run it.", ToolCall("execute_bash", {"command": command}))
     strict = check_turn(raw, tools=TOOLS)
     assert strict.ok
-    assert lenient_call(raw, TOOLS) == strict.call
+    assert parse_lenient(raw, tools=TOOLS) == strict.call
 
 
 @given(old=VALUES, new=VALUES, tail=st.sampled_from(["", "</function>", "</parameter>"]))
@@ -42,7 +42,7 @@ def test_lenient_call_repairs_an_unclosed_envelope(old: str, new: str, tail: str
     raw = render_turn("Fix.", call)
     cut = raw[: raw.rindex("</parameter>")] + tail
     assert not check_turn(cut, tools=TOOLS).ok
-    assert lenient_call(cut, TOOLS) == call
+    assert parse_lenient(cut, tools=TOOLS) == call
 
 
 def test_lenient_call_last_duplicate_wins_and_unknown_tools_are_refused() -> None:
@@ -51,14 +51,32 @@ def test_lenient_call_last_duplicate_wins_and_unknown_tools_are_refused() -> Non
     )
     strict = check_turn(raw, tools=TOOLS)
     assert strict.codes == ("duplicate_parameter",)
-    verdict = lenient_verdict(strict, raw, TOOLS)
+    verdict = lenient_verdict(strict, raw, TOOLS, "qwen3_coder")
     assert verdict.ok
     assert verdict.call == ToolCall("execute_bash", {"command": "rm -rf tests"})
-    assert lenient_call("<tool_call>\n<function=rm_all>\n</function>\n</tool_call>", TOOLS) is None
+    assert (
+        parse_lenient("<tool_call>\n<function=rm_all>\n</function>\n</tool_call>", tools=TOOLS)
+        is None
+    )
     missing = "<tool_call>\n<function=edit_via_str_replace>\n<parameter=path>\na\n</parameter>"
-    assert lenient_call(missing, TOOLS) is None  # a required parameter is absent
-    assert lenient_call("no call at all", TOOLS) is None
-    assert lenient_verdict(check_turn("plain", tools=TOOLS), "plain", TOOLS).call is None
+    assert parse_lenient(missing, tools=TOOLS) is None  # a required parameter is absent
+    assert parse_lenient("no call at all", tools=TOOLS) is None
+    assert (
+        lenient_verdict(check_turn("plain", tools=TOOLS), "plain", TOOLS, "qwen3_coder").call
+        is None
+    )
+
+
+def test_lenient_verdict_repairs_in_the_dialect_the_turn_was_checked_in() -> None:
+    """Under hermes the lenient ablation reads JSON (it used to read XML only, so a repairable
+    hermes turn was refused exactly as the strict check refuses it)."""
+    call = ToolCall("execute_bash", {"command": "ls"})
+    cut = render_turn("ls", call, dialect="hermes").removesuffix("\n</tool_call>")
+    strict = check_turn(cut, tools=TOOLS, dialect="hermes")
+    assert strict.codes == ("envelope_unclosed",)
+    assert lenient_verdict(strict, cut, TOOLS, "hermes").call == call
+    # the other dialect's forgiving parser finds nothing in it: the dialect must be the run's
+    assert lenient_verdict(strict, cut, TOOLS, "qwen3_coder") is strict
 
 
 def _episode(
@@ -90,6 +108,33 @@ def test_lenient_format_runs_a_repaired_edit_and_records_its_codes(
     assert (lenient.termination, lenient.reward) == ("submitted", 1.0)
     repaired = lenient.turns[1]
     assert repaired.codes
+    assert repaired.tool == "edit_via_str_replace"
+    assert repaired.observation is not None
+    assert "Edited" in repaired.observation
+
+
+def _in_hermes(turn: str) -> str:
+    verdict = check_turn(turn, tools=TOOLS)
+    assert verdict.call is not None
+    return render_turn(verdict.reasoning, verdict.call, dialect="hermes")
+
+
+def test_lenient_format_under_hermes_runs_a_repaired_edit(
+    small_deck: Deck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
+) -> None:
+    """The run's dialect reaches the lenient ablation: under hermes a cut-short JSON edit is
+    refused by the strict check and repaired (and run) by the lenient one."""
+    task = small_deck.split("pool")[0]
+    read, edit, _, submit = (_in_hermes(turn) for turn in expert_turns(task))
+    turns = [read, edit.removesuffix("\n</tool_call>"), submit]
+    hermes = HarnessConfig(max_turns=8, tool_dialect="hermes")
+    strict = _episode(task, turns, deck_tokenizer, hermes, backend)
+    assert (strict.termination, strict.reward) == ("invalid_format", 0.0)
+    lenient_config = HarnessConfig(max_turns=8, tool_dialect="hermes", strict_format=False)
+    lenient = _episode(task, turns, deck_tokenizer, lenient_config, backend)
+    assert (lenient.termination, lenient.reward) == ("submitted", 1.0)
+    repaired = lenient.turns[1]
+    assert repaired.codes == ("envelope_unclosed",)
     assert repaired.tool == "edit_via_str_replace"
     assert repaired.observation is not None
     assert "Edited" in repaired.observation

@@ -41,7 +41,15 @@ from swe_curate._run import PipelineConfig, RunOutput, run_pipeline, stage_rates
 from swe_curate._scorer import SandboxScorer
 from swe_curate._strengthen import strengthen_task
 from swe_curate._verdicts import Verdict
-from swe_sandbox import Backend, DockerBackend, Limits, NamespaceBackend, SandboxError, TaskSpec
+from swe_sandbox import (
+    DEFAULT_BACKEND,
+    Backend,
+    Limits,
+    SandboxError,
+    TaskSpec,
+    backend_names,
+    create_backend,
+)
 
 USAGE_EXIT = 2
 FAILURE_EXIT = 1
@@ -82,7 +90,7 @@ def summary_table(records: Sequence[CurationRecord], title: str) -> Table:
 
 
 def _backend(name: str) -> Backend:
-    return DockerBackend() if name == "docker" else NamespaceBackend()
+    return create_backend(name)
 
 
 def _limits(args: argparse.Namespace) -> Limits:
@@ -360,9 +368,9 @@ def _common(p: argparse.ArgumentParser, tasks: bool = True) -> None:
         )
     p.add_argument(
         "--backend",
-        default="namespace",
-        choices=["namespace", "docker"],
-        help="sandbox backend (default: namespace)",
+        default=DEFAULT_BACKEND,
+        choices=backend_names(),
+        help=f"sandbox backend: one of swe-sandbox's (default: {DEFAULT_BACKEND})",
     )
     p.add_argument(
         "--grade-timeout",

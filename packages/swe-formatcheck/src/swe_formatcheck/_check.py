@@ -1,33 +1,25 @@
-"""`check_turn`: the strict verdict on one raw assistant turn (Arctic-SWE §3.2, correction 2)."""
+"""`check_turn`: the strict verdict on one raw assistant turn (Arctic-SWE §3.2, correction 2),
+and `parse_lenient`: what a forgiving public parser would execute instead (the ablation)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Final, Literal
+from collections.abc import Iterable, Mapping
+from typing import Literal
 
-from swe_formatcheck._codes import Code
-from swe_formatcheck._hermes import HermesDialect
-from swe_formatcheck._lexer import WHITESPACE
-from swe_formatcheck._qwen_xml import QwenXmlDialect
-from swe_formatcheck._scan import Dialect, TurnScanner
+from swe_formatcheck._dialect import REASONING_MODES, ReasoningMode
+from swe_formatcheck._registry import get_dialect
 from swe_formatcheck._tools import ToolCall, ToolSpec, resolve_tools
-from swe_formatcheck._verdict import TurnVerdict, Violation
+from swe_formatcheck._verdict import TurnVerdict
 
+#: The built-in dialects' names (a type hint; any registered name is accepted).
 DialectName = Literal["qwen3_coder", "hermes"]
-ReasoningMode = Literal["required", "optional", "forbidden"]
-
-DIALECTS: Final[Mapping[str, Dialect]] = {
-    "qwen3_coder": QwenXmlDialect(),
-    "hermes": HermesDialect(),
-}
-REASONING_MODES: Final = ("required", "optional", "forbidden")
 
 
 def check_turn(
     raw: str,
     *,
     tools: Mapping[str, ToolSpec] | tuple[ToolSpec, ...] | list[ToolSpec],
-    dialect: DialectName = "qwen3_coder",
+    dialect: str = "qwen3_coder",
     reasoning: ReasoningMode = "required",
     stopped: bool = True,
     think_prefilled: bool = False,
@@ -38,7 +30,8 @@ def check_turn(
         raw: the decoded completion of one turn, without the stop token (``<|im_end|>``).
         tools: the declared tools: a tuple/list of `ToolSpec` (e.g.
             ``TOOLSETS["mini_swe_agent_plus"]``) or a mapping name -> `ToolSpec`.
-        dialect: ``"qwen3_coder"`` (Qwen3.5 / Qwen3-Coder XML) or ``"hermes"`` (JSON).
+        dialect: ``"qwen3_coder"`` (Qwen3.5 / Qwen3-Coder XML), ``"hermes"`` (JSON) or any
+            other name of `dialect_names` (its `Dialect.check` decides).
         reasoning: whether a leading ``<think>...</think>`` block is ``"required"``,
             ``"optional"`` or ``"forbidden"``.
         stopped: whether generation ended on the stop token; ``False`` (cut off by a length
@@ -52,32 +45,47 @@ def check_turn(
 
     Raises:
         TypeError: an argument has the wrong type (the message names it).
-        ValueError: an unknown `dialect` / `reasoning`, or ``think_prefilled`` with
-            ``reasoning="forbidden"``.
+        ValueError: an unknown `reasoning`, or ``think_prefilled`` with
+            ``reasoning="forbidden"``; `UnknownDialectError` (a ValueError) for an unknown
+            `dialect`.
 
     Never raises on the content of `raw`: any ``str`` (lone surrogates, NUL, megabytes) gets a
     verdict, in time linear in its length.
     """
     spec_by_name = _validate_arguments(raw, tools, dialect, reasoning, stopped, think_prefilled)
-    if not raw.strip(WHITESPACE):
-        empty = [Violation(Code.EMPTY_TURN, 0, "the turn is empty")]
-        if not stopped:
-            empty.append(Violation(Code.TRUNCATED, len(raw), "cut off before the stop token"))
-        return TurnVerdict(tuple(empty), None, None)
-    scanner = TurnScanner(raw, DIALECTS[dialect], spec_by_name)
-    if not stopped:
-        scanner.flag(Code.TRUNCATED, len(raw), "generation was cut off before the stop token")
-    scanner.run(think_prefilled=think_prefilled)
-    has_reasoning = scanner.reasoning is not None
-    if reasoning == "required" and not has_reasoning:
-        scanner.flag(Code.REASONING_MISSING, 0, "the turn must open with <think>...</think>")
-    elif reasoning == "forbidden" and has_reasoning:
-        scanner.flag(Code.REASONING_FORBIDDEN, 0, "reasoning blocks are not allowed here")
-    violations = scanner.violations
-    call = None
-    if not violations and scanner.call is not None:
-        call = ToolCall(scanner.call[0], scanner.call[1])
-    return TurnVerdict(violations, call, scanner.reasoning)
+    return get_dialect(dialect).check(
+        raw,
+        tools=spec_by_name,
+        reasoning=reasoning,
+        stopped=stopped,
+        think_prefilled=think_prefilled,
+    )
+
+
+def parse_lenient(
+    raw: str,
+    *,
+    tools: Mapping[str, ToolSpec] | Iterable[ToolSpec],
+    dialect: str = "qwen3_coder",
+) -> ToolCall | None:
+    """The call a forgiving public parser of `dialect` would execute from `raw`, or ``None``.
+
+    Not a check: it repairs what `check_turn` rejects (an unclosed envelope, text around the
+    call, the last of two duplicate parameters), as the stacks of Arctic-SWE §3.2 do. It exists
+    for the lenient-format ablation, to measure what the strict rule prevents. The call names a
+    declared tool and has every required parameter; unknown parameters are dropped.
+
+    Raises:
+        TypeError: `raw` is not a ``str`` or `tools` is malformed.
+        UnknownDialectError: `dialect` is not a registered name (a ValueError).
+    """
+    if not isinstance(raw, str):
+        raise TypeError(f"raw must be str, got {type(raw).__name__}")
+    try:
+        spec_by_name = resolve_tools(tools)
+    except TypeError as exc:
+        raise TypeError(f"tools: {exc}") from None
+    return get_dialect(dialect).parse_lenient(raw, spec_by_name)
 
 
 def _validate_arguments(
@@ -96,8 +104,8 @@ def _validate_arguments(
     for name, value in (("stopped", stopped), ("think_prefilled", think_prefilled)):
         if not isinstance(value, bool):
             raise TypeError(f"{name} must be bool, got {type(value).__name__}")
-    if dialect not in DIALECTS:
-        raise ValueError(f"dialect must be one of {sorted(DIALECTS)}, got {dialect!r}")
+    assert isinstance(dialect, str)  # checked just above; narrows the type
+    get_dialect(dialect)  # UnknownDialectError names the known ones
     if reasoning not in REASONING_MODES:
         raise ValueError(f"reasoning must be one of {REASONING_MODES}, got {reasoning!r}")
     if think_prefilled and reasoning == "forbidden":

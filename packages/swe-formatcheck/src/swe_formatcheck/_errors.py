@@ -30,3 +30,18 @@ class GateClosedError(FormatcheckError, RuntimeError):
 class ParserContractError(FormatcheckError, TypeError):
     """A parser under test (`swe_formatcheck.strategies.check_parser`) returned something other
     than ``None`` or a sequence of `ToolCall`."""
+
+
+class UnknownDialectError(FormatcheckError, ValueError):
+    """No tool-call dialect is registered under the name asked for; `known` lists those there
+    are."""
+
+    def __init__(self, name: str, known: tuple[str, ...]) -> None:
+        super().__init__(f"dialect must be one of {list(known)}, got {name!r}")
+        self.name = name
+        self.known = known
+
+
+class DialectPluginError(FormatcheckError):
+    """A third-party dialect's entry point (group ``swe_formatcheck.dialects``) cannot be loaded
+    or does not name a `Dialect`; the message names the entry point."""

@@ -6,8 +6,9 @@ from typing import Literal
 
 import attrs
 
-from swe_formatcheck._check import DialectName, ReasoningMode, check_turn
+from swe_formatcheck._check import DialectName, check_turn
 from swe_formatcheck._codes import Code
+from swe_formatcheck._dialect import ReasoningMode
 from swe_formatcheck._tools import ToolCall, ToolSpec
 from swe_formatcheck._verdict import TurnVerdict
 

@@ -18,13 +18,18 @@ hands on (`render_turn` writes every ``<`` in a string as ``\u003c``).
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from swe_formatcheck._ambiguity import find_in_json
 from swe_formatcheck._codes import Code
+from swe_formatcheck._dialect import Dialect
 from swe_formatcheck._lexer import CALL_CLOSE, CALL_OPEN, HERMES_CALL_MARKERS
-from swe_formatcheck._scan import TurnScanner
+from swe_formatcheck._reasoning import reasoning_block
+from swe_formatcheck._scan import TurnScanner, lenient_bodies, scan_turn
+from swe_formatcheck._tools import ToolCall, ToolSpec
 
 
 class _Object(dict[str, Any]):
@@ -102,3 +107,66 @@ class HermesDialect:
                     scanner.flag(Code.NON_STRING_ARGUMENT, offset, f"{key!r} is not a string")
                 pairs.append((key, value if isinstance(value, str) else None))
         scanner.check_call(name, pairs, offset)
+
+
+def render(reasoning: str | None, call: ToolCall, *, think_prefilled: bool) -> str:
+    """``<think>...</think>`` (if any), then ``<tool_call>\\n{JSON}\\n</tool_call>``."""
+    head = reasoning_block(reasoning, HERMES_CALL_MARKERS, think_prefilled=think_prefilled)
+    body = json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False)
+    # "<" can only occur inside a JSON string here; "\u003c" is JSON for "<", so the body reads
+    # back the same while it holds no tag (no "</tool_call>" to end the envelope early, no
+    # "</think>" or "<|im_end|>" for a reasoning stage to delete).
+    body = body.replace("<", "\\u003c")
+    return f"{head}{CALL_OPEN}\n{body}\n{CALL_CLOSE}"
+
+
+# -- the lenient reading public Hermes parsers do (Arctic-SWE §3.2)
+
+_LENIENT = json.JSONDecoder()  # plain json: a repeated key keeps its last value
+
+
+def parse_lenient(raw: str, tools: Mapping[str, ToolSpec]) -> ToolCall | None:
+    """The first call a forgiving Hermes parser finds in `raw`: an unclosed ``<tool_call>``
+    accepted, a bare JSON object without envelope too, text around the object ignored, a
+    repeated key keeping its last value, extra keys ignored, ``arguments`` given as a JSON
+    string decoded, non-string values written as JSON, unknown parameters dropped."""
+    for body in lenient_bodies(raw):
+        decoded = _first_object(body)
+        if decoded is None:
+            continue
+        name, arguments = decoded.get("name"), decoded.get("arguments", {})
+        if isinstance(arguments, str):
+            arguments = _first_object(arguments)
+        spec = tools.get(name) if isinstance(name, str) else None
+        if spec is None or not isinstance(arguments, dict):
+            continue
+        values = {
+            key: value if isinstance(value, str) else json.dumps(value)
+            for key, value in arguments.items()
+            if key in spec.parameters
+        }
+        if all(key in values for key in spec.required):
+            return ToolCall(spec.name, values)
+    return None
+
+
+def _first_object(text: str) -> dict[str, Any] | None:
+    """The JSON object starting at the first ``{`` of `text`, whatever follows it (one
+    attempt: linear in the text)."""
+    start = text.find("{")
+    if start < 0:
+        return None
+    try:
+        decoded, _ = _LENIENT.raw_decode(text, start)
+    except (ValueError, RecursionError):
+        return None
+    return decoded if isinstance(decoded, dict) else None
+
+
+HERMES = Dialect(
+    name="hermes",
+    render=render,
+    check=functools.partial(scan_turn, parser=HermesDialect()),
+    parse_lenient=parse_lenient,
+    description='Hermes JSON: <tool_call>{"name": NAME, "arguments": {...}}</tool_call>',
+)

@@ -16,10 +16,12 @@ import attrs
 from hypothesis import HealthCheck, Verbosity, given, settings
 from hypothesis import strategies as st
 
-from swe_formatcheck._check import DIALECTS, DialectName, ReasoningMode
+from swe_formatcheck._check import DialectName
 from swe_formatcheck._codes import Code
+from swe_formatcheck._dialect import ReasoningMode
 from swe_formatcheck._errors import ParserContractError
 from swe_formatcheck._generated import GeneratedTurn, TurnKind
+from swe_formatcheck._kit_mutations import MUTATIONS
 from swe_formatcheck._kit_turns import (
     adversarial_turns,
     malformed_turns,
@@ -310,8 +312,8 @@ def _check_arguments(
 ) -> None:
     if not callable(parse):
         raise TypeError(f"parse must be callable, got {type(parse).__name__}")
-    if not isinstance(dialect, str) or dialect not in DIALECTS:
-        raise ValueError(f"dialect must be one of {sorted(DIALECTS)}, got {dialect!r}")
+    if not isinstance(dialect, str) or dialect not in MUTATIONS:  # built-in grammars only
+        raise ValueError(f"dialect must be one of {sorted(MUTATIONS)}, got {dialect!r}")
     if reasoning is None:
         raise ValueError("reasoning must be 'required', 'optional' or 'forbidden', got None")
     if not isinstance(think_prefilled, bool):

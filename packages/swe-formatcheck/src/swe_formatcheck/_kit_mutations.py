@@ -13,8 +13,8 @@ from typing import Final
 
 import attrs
 
-from swe_formatcheck._check import ReasoningMode
 from swe_formatcheck._codes import Code
+from swe_formatcheck._dialect import ReasoningMode
 from swe_formatcheck._tools import ToolCall, ToolSpec
 
 

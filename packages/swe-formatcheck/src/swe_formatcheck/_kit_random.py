@@ -16,7 +16,8 @@ import json
 import random
 from collections.abc import Callable
 
-from swe_formatcheck._check import DialectName, ReasoningMode
+from swe_formatcheck._check import DialectName
+from swe_formatcheck._dialect import ReasoningMode
 from swe_formatcheck._generated import GeneratedTurn
 from swe_formatcheck._tools import TOOLSETS, ToolSpec
 

@@ -14,8 +14,9 @@ from collections.abc import Mapping, Sequence
 import attrs
 from hypothesis import strategies as st
 
-from swe_formatcheck._check import DIALECTS, REASONING_MODES, DialectName, ReasoningMode
+from swe_formatcheck._check import DialectName
 from swe_formatcheck._codes import Code
+from swe_formatcheck._dialect import REASONING_MODES, ReasoningMode
 from swe_formatcheck._generated import GeneratedTurn, TurnKind
 from swe_formatcheck._kit_mutations import MUTATIONS, NEAR_MISSES, Base, Mutation
 from swe_formatcheck._kit_random import generate_turn
@@ -133,8 +134,8 @@ def _validated(
 ) -> tuple[ToolSpec, ...] | None:
     if not isinstance(dialect, str):
         raise TypeError(f"dialect must be str, got {type(dialect).__name__}")
-    if dialect not in DIALECTS:
-        raise ValueError(f"dialect must be one of {sorted(DIALECTS)}, got {dialect!r}")
+    if dialect not in MUTATIONS:  # the kit writes the built-in dialects' grammars only
+        raise ValueError(f"dialect must be one of {sorted(MUTATIONS)}, got {dialect!r}")
     if reasoning is not None and reasoning not in REASONING_MODES:
         raise ValueError(f"reasoning must be None or one of {REASONING_MODES}, got {reasoning!r}")
     if think_prefilled is not None and not isinstance(think_prefilled, bool):

@@ -23,8 +23,14 @@ its reasoning stage deletes ``</think>`` and ``<|im_end|>`` from the text after 
 
 from __future__ import annotations
 
+import functools
+import re
+from collections.abc import Mapping
+
 from swe_formatcheck._ambiguity import find_in_value
 from swe_formatcheck._codes import Code
+from swe_formatcheck._dialect import Dialect
+from swe_formatcheck._errors import RenderError
 from swe_formatcheck._lexer import (
     CALL_CLOSE,
     CALL_OPEN,
@@ -32,11 +38,20 @@ from swe_formatcheck._lexer import (
     FUNC_OPEN,
     PARAM_CLOSE,
     PARAM_OPEN,
+    TAG_NAME_SCAN,
     THINK_MARKERS,
     XML_CALL_MARKERS,
     read_tag_name,
 )
-from swe_formatcheck._scan import TurnScanner, first_text
+from swe_formatcheck._reasoning import reasoning_block, refuse
+from swe_formatcheck._scan import (
+    TurnScanner,
+    first_text,
+    lenient_bodies,
+    scan_turn,
+    strip_one_newline,
+)
+from swe_formatcheck._tools import ToolCall, ToolSpec
 
 _ALL_MARKERS = (*XML_CALL_MARKERS, *THINK_MARKERS)
 
@@ -161,3 +176,73 @@ def _exact_value(scanner: TurnScanner, body: str, at: int) -> str:
         Code.MALFORMED_PARAMETER, at, "a value must start and end with one newline (canonical)"
     )
     return body
+
+
+# -- rendering: the canonical form the strict parser above accepts
+
+
+def render(reasoning: str | None, call: ToolCall, *, think_prefilled: bool) -> str:
+    """``<think>...</think>`` (if any), then the canonical XML call (module docstring)."""
+    head = reasoning_block(reasoning, XML_CALL_MARKERS, think_prefilled=think_prefilled)
+    parts = [f"{CALL_OPEN}\n{FUNC_OPEN}{_xml_name('function', call.name)}>\n"]
+    for param, value in call.arguments.items():
+        for marker in XML_CALL_MARKERS:
+            if marker in value:
+                raise RenderError(f"value of {param!r} cannot contain {marker!r}")
+        refuse(find_in_value(value), f"value of {param!r}")
+        parts.append(f"{PARAM_OPEN}{_xml_name('parameter', param)}>\n{value}\n{PARAM_CLOSE}\n")
+    parts.append(f"{FUNC_CLOSE}\n{CALL_CLOSE}")
+    return head + "".join(parts)
+
+
+def _xml_name(kind: str, name: str) -> str:
+    if (
+        not name
+        or len(name) > TAG_NAME_SCAN
+        or "<" in name
+        or ">" in name
+        or any(char.isspace() for char in name)
+    ):
+        raise RenderError(f"{kind} name {name!r} cannot be written as a tag name")
+    return name
+
+
+# -- the lenient reading public stacks do (non-greedy regexes; Arctic-SWE §3.2)
+
+_FUNCTION = re.compile(r"<function=([^>\n]*)>")
+_PARAMETER = re.compile(
+    r"<parameter=([^>\n]*)>(.*?)(?=</parameter>|<parameter=|</function>|</tool_call>|$)",
+    re.DOTALL,
+)
+
+
+def parse_lenient(raw: str, tools: Mapping[str, ToolSpec]) -> ToolCall | None:
+    """The first call a forgiving regex parser finds in `raw`: an unclosed ``<tool_call>``
+    accepted, a bare ``<function=...>`` without envelope too, a value ending at the next tag or
+    the end of the text, one newline stripped on each side of a value, unknown parameters
+    dropped, a later duplicate parameter overwriting an earlier one, text around ignored."""
+    for body in lenient_bodies(raw):
+        function = _FUNCTION.search(body)
+        if function is None:
+            continue
+        name = function.group(1).strip()
+        spec = tools.get(name)
+        if spec is None:
+            continue
+        arguments: dict[str, str] = {}
+        for key, value in _PARAMETER.findall(body[function.end() :]):
+            key = key.strip()
+            if key in spec.parameters:
+                arguments[key] = strip_one_newline(value)
+        if all(key in arguments for key in spec.required):
+            return ToolCall(name, arguments)
+    return None
+
+
+QWEN3_CODER = Dialect(
+    name="qwen3_coder",
+    render=render,
+    check=functools.partial(scan_turn, parser=QwenXmlDialect()),
+    parse_lenient=parse_lenient,
+    description="Qwen3-Coder / Qwen3.5 XML: <function=NAME><parameter=P>VALUE</parameter>",
+)

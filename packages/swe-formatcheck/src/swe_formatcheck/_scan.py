@@ -11,11 +11,13 @@ The dialect module parses BODY and reports the call through `TurnScanner.check_c
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Protocol
 
 from swe_formatcheck._ambiguity import Ambiguity, find_in_value
 from swe_formatcheck._codes import Code
+from swe_formatcheck._dialect import ReasoningMode
 from swe_formatcheck._lexer import (
     CALL_OPEN,
     THINK_CLOSE,
@@ -24,12 +26,14 @@ from swe_formatcheck._lexer import (
     WHITESPACE,
     MarkerFinder,
 )
-from swe_formatcheck._tools import ToolSpec
-from swe_formatcheck._verdict import Violation
+from swe_formatcheck._tools import ToolCall, ToolSpec
+from swe_formatcheck._verdict import TurnVerdict, Violation
+
+_LENIENT_ENVELOPE = re.compile(r"<tool_call>(.*?)</tool_call>|<tool_call>(.*)$", re.DOTALL)
 
 
-class Dialect(Protocol):
-    """How one tool-call dialect parses the inside of ``<tool_call>...</tool_call>``."""
+class EnvelopeParser(Protocol):
+    """How a built-in dialect parses the inside of ``<tool_call>...</tool_call>``."""
 
     #: The call markup of the dialect, flagged when it appears inside reasoning.
     call_markers: tuple[str, ...]
@@ -42,7 +46,7 @@ class Dialect(Protocol):
 class TurnScanner:
     """One pass over one raw turn, collecting violations and the first call."""
 
-    def __init__(self, text: str, dialect: Dialect, tools: Mapping[str, ToolSpec]) -> None:
+    def __init__(self, text: str, dialect: EnvelopeParser, tools: Mapping[str, ToolSpec]) -> None:
         self.text = text
         self.dialect = dialect
         self.tools = tools
@@ -111,7 +115,7 @@ class TurnScanner:
             start = len(self.text) - len(self.text.lstrip(WHITESPACE))
             if self.text.startswith(THINK_OPEN, start):
                 pos, body = self._consume_reasoning(start + len(THINK_OPEN))
-                self.reasoning = _strip_one_newline(body)
+                self.reasoning = strip_one_newline(body)
         self._top_level(pos)
 
     def _consume_reasoning(self, pos: int) -> tuple[int, str]:
@@ -165,6 +169,38 @@ class TurnScanner:
             self.flag(Code.NO_CALL, len(self.text), "no <tool_call> outside reasoning")
 
 
+def scan_turn(
+    raw: str,
+    parser: EnvelopeParser,
+    *,
+    tools: Mapping[str, ToolSpec],
+    reasoning: ReasoningMode,
+    stopped: bool,
+    think_prefilled: bool,
+) -> TurnVerdict:
+    """The strict verdict on `raw` with the envelope body read by `parser`: the `check` of
+    both built-in dialects (`swe_formatcheck.Dialect`)."""
+    if not raw.strip(WHITESPACE):
+        empty = [Violation(Code.EMPTY_TURN, 0, "the turn is empty")]
+        if not stopped:
+            empty.append(Violation(Code.TRUNCATED, len(raw), "cut off before the stop token"))
+        return TurnVerdict(tuple(empty), None, None)
+    scanner = TurnScanner(raw, parser, tools)
+    if not stopped:
+        scanner.flag(Code.TRUNCATED, len(raw), "generation was cut off before the stop token")
+    scanner.run(think_prefilled=think_prefilled)
+    has_reasoning = scanner.reasoning is not None
+    if reasoning == "required" and not has_reasoning:
+        scanner.flag(Code.REASONING_MISSING, 0, "the turn must open with <think>...</think>")
+    elif reasoning == "forbidden" and has_reasoning:
+        scanner.flag(Code.REASONING_FORBIDDEN, 0, "reasoning blocks are not allowed here")
+    violations = scanner.violations
+    call = None
+    if not violations and scanner.call is not None:
+        call = ToolCall(scanner.call[0], scanner.call[1])
+    return TurnVerdict(violations, call, scanner.reasoning)
+
+
 def first_text(text: str, start: int, end: int) -> int:
     """Index of the first non-whitespace character of ``text[start:end]``, or -1 if none."""
     if start >= end:
@@ -174,7 +210,13 @@ def first_text(text: str, start: int, end: int) -> int:
     return start + len(segment) - len(rest) if rest else -1
 
 
-def _strip_one_newline(body: str) -> str:
+def lenient_bodies(raw: str) -> list[str]:
+    """The envelope bodies a forgiving public parser reads (non-greedy, an unclosed last
+    ``<tool_call>`` running to the end), or the whole text when there is no envelope."""
+    return [closed or unclosed for closed, unclosed in _LENIENT_ENVELOPE.findall(raw)] or [raw]
+
+
+def strip_one_newline(body: str) -> str:
     """Remove the one canonical newline on each side, if present."""
     if body.startswith("\n"):
         body = body[1:]

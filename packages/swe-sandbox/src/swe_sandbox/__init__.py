@@ -1,7 +1,7 @@
 """Isolated SWE task environments (Docker and namespace backends), the agent tools and unspoofable grading.
 
 Task isolation for Arctic-SWE §5 (sandbox isolation, evaluation-hacking prevention): `TaskSpec` and dataset loaders, the
-`DockerBackend` and `NamespaceBackend`, `Sandbox` (tools + grader), `SandboxPool` (asyncio).
+`DockerBackend` and `NamespaceBackend` (and any registered backend: `create_backend`), `Sandbox` (tools + grader), `SandboxPool` (asyncio).
 """
 
 from swe_sandbox._backend import GRADER_DIR, WORKDIR, Backend, BackendSession
@@ -9,6 +9,7 @@ from swe_sandbox._docker_backend import DockerBackend
 from swe_sandbox._docker_image import build_task_image, ensure_base_image, task_image_tag
 from swe_sandbox._env_image import EnvSpec, build_env_image, env_spec_from_json
 from swe_sandbox._errors import (
+    BackendPluginError,
     BackendUnavailableError,
     BaseCommitNotFoundError,
     EnvironmentBuildError,
@@ -24,6 +25,7 @@ from swe_sandbox._errors import (
     StrReplaceError,
     TaskSpecError,
     TestCommandNotFoundError,
+    UnknownBackendError,
     UnsupportedTestCommandError,
 )
 from swe_sandbox._grading import GradingPolicy, grade_patch
@@ -31,6 +33,14 @@ from swe_sandbox._limits import Limits
 from swe_sandbox._namespace import NamespaceBackend
 from swe_sandbox._pool import AsyncSandbox, LatencyStats, SandboxPool
 from swe_sandbox._prepare import PreparedRepo, prepare_repo
+from swe_sandbox._registry import (
+    BACKEND_ENTRY_POINT_GROUP,
+    DEFAULT_BACKEND,
+    BackendFactory,
+    backend_names,
+    create_backend,
+    register_backend,
+)
 from swe_sandbox._results import ExecResult, GradeResult, TestOutcome, reward_contract
 from swe_sandbox._rootfs import BaseImageSpec, build_rootfs, mirror_from_apt
 from swe_sandbox._rows import (
@@ -46,11 +56,15 @@ from swe_sandbox._task import DEFAULT_TEST_COMMAND, RepoKind, RepoSource, TaskSp
 from swe_sandbox._version import __version__
 
 __all__ = [
+    "BACKEND_ENTRY_POINT_GROUP",
+    "DEFAULT_BACKEND",
     "DEFAULT_TEST_COMMAND",
     "GRADER_DIR",
     "WORKDIR",
     "AsyncSandbox",
     "Backend",
+    "BackendFactory",
+    "BackendPluginError",
     "BackendSession",
     "BackendUnavailableError",
     "BaseCommitNotFoundError",
@@ -84,11 +98,14 @@ __all__ = [
     "TaskSpecError",
     "TestCommandNotFoundError",
     "TestOutcome",
+    "UnknownBackendError",
     "UnsupportedTestCommandError",
     "__version__",
+    "backend_names",
     "build_env_image",
     "build_rootfs",
     "build_task_image",
+    "create_backend",
     "ensure_base_image",
     "env_spec_from_json",
     "env_spec_from_row",
@@ -96,6 +113,7 @@ __all__ = [
     "grade_patch",
     "mirror_from_apt",
     "prepare_repo",
+    "register_backend",
     "reward_contract",
     "swebench_image_name",
     "task_from_r2egym_row",

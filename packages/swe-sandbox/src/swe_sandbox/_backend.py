@@ -60,9 +60,15 @@ class BackendSession(Protocol):
 
 
 class Backend(Protocol):
-    """A way to create sandboxes (Docker or namespaces)."""
+    """A way to create sandboxes (Docker, namespaces, or a third-party backend; see
+    `swe_sandbox.create_backend`)."""
 
     name: str
+
+    def check(self) -> None:
+        """Raise `BackendUnavailableError` unless this backend can start sandboxes here (cheap:
+        privileges, tools, an engine answering; no image is built)."""
+        ...
 
     def start(
         self,

@@ -3,8 +3,8 @@
 swe-sandbox image build-base [--mirror URL] [--suite bookworm] [--no-docker]
 swe-sandbox image build-env SPEC.json
 swe-sandbox image build TASK.json [--format spec|swebench|swerebench|r2egym] [--repo-dir DIR]
-swe-sandbox janitor [--backend docker|namespace]
-swe-sandbox grade TASK.json [--backend ...] [--patch gold|none|FILE] [--repo-dir DIR]
+swe-sandbox janitor [--backend NAME]      (namespace, docker or a registered backend)
+swe-sandbox grade TASK.json [--backend NAME] [--patch gold|none|FILE] [--repo-dir DIR]
 
 --suite and --mirror may be given before or after the sub-command. Each command prints one JSON
 object on stdout; an error prints {"error": CLASS, "message": ...} there on one line, and
@@ -33,6 +33,7 @@ from swe_sandbox._errors import (
     TaskSpecError,
     TestCommandNotFoundError,
 )
+from swe_sandbox._registry import DEFAULT_BACKEND, backend_names, create_backend
 from swe_sandbox._rootfs import DEFAULT_PACKAGES, BaseImageSpec
 from swe_sandbox._task import TaskSpec
 from swe_sandbox._taskfile import FORMATS, load_task_file, task_from_json, task_to_json
@@ -67,13 +68,7 @@ def _base_spec(args: argparse.Namespace) -> BaseImageSpec:
 
 
 def _backend(name: str, spec: BaseImageSpec) -> Backend:
-    if name == "docker":
-        from swe_sandbox._docker_backend import DockerBackend
-
-        return DockerBackend(spec)
-    from swe_sandbox._namespace import NamespaceBackend
-
-    return NamespaceBackend(spec)
+    return create_backend(name, base=spec)  # every factory takes the base image as ``base``
 
 
 def _load_task(args: argparse.Namespace) -> TaskSpec:
@@ -201,9 +196,10 @@ def _add_task_options(parser: argparse.ArgumentParser) -> None:
 def _add_backend_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--backend",
-        default="namespace",
-        choices=["namespace", "docker"],
-        help="sandbox backend (default: namespace, daemon-less; docker needs an engine)",
+        default=DEFAULT_BACKEND,
+        choices=backend_names(),
+        help=f"sandbox backend (default: {DEFAULT_BACKEND}, daemon-less; docker needs an "
+        "engine; third-party ones come from the swe_sandbox.backends entry points)",
     )
 
 
@@ -216,7 +212,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``swe-sandbox`` argument parser (importing it loads no backend)."""
+    """The ``swe-sandbox`` argument parser (``--backend`` choices: `backend_names`; nothing is
+    constructed)."""
     parser = _Parser(
         prog="swe-sandbox",
         description=__doc__,

@@ -19,7 +19,12 @@ from typing import TYPE_CHECKING, Any
 from swe_sandbox._backend import BASE_ENV, GRADER_DIR, TESTER_UID, WORKDIR, User
 from swe_sandbox._docker_image import TASK_REPO_PATH, docker_client, ensure_base_image
 from swe_sandbox._environment import inspect_image, masked_paths, sandbox_env
-from swe_sandbox._errors import ImageNotFoundError, SandboxClosedError, SandboxError
+from swe_sandbox._errors import (
+    BackendUnavailableError,
+    ImageNotFoundError,
+    SandboxClosedError,
+    SandboxError,
+)
 from swe_sandbox._limits import Limits
 from swe_sandbox._namespace import owner_alive, owner_token, runtime_root
 from swe_sandbox._output import BoundedOutput
@@ -197,6 +202,15 @@ class DockerBackend:
         if self._client is None:
             self._client = docker_client()
         return self._client
+
+    def check(self) -> None:
+        """Raise `BackendUnavailableError` unless a Docker engine answers (connect and ping)."""
+        import docker.errors
+
+        try:
+            self.client.ping()
+        except docker.errors.DockerException as exc:
+            raise BackendUnavailableError(f"no Docker engine: {exc}") from exc
 
     def base_image(self) -> str:
         with self._lock:

@@ -75,3 +75,17 @@ class UnsupportedTestCommandError(TaskSpecError, GradingError):
     """The task's test command is not pytest (or a ``&&`` / ``;`` list of pytest calls that
     agree on their options): it cannot be run with the grader's guarantees, so it is refused.
     A task error, never the agent's: trainers drop it like any grading failure."""
+
+
+class UnknownBackendError(SandboxError, ValueError):
+    """No backend is registered under the name asked for; `known` lists the names there are."""
+
+    def __init__(self, name: str, known: tuple[str, ...]) -> None:
+        super().__init__(f"unknown sandbox backend {name!r}; known: {', '.join(known)}")
+        self.name = name
+        self.known = known
+
+
+class BackendPluginError(SandboxError):
+    """A third-party backend's entry point (group ``swe_sandbox.backends``) cannot be loaded, or
+    what it names is not a backend factory; the message names the entry point."""

@@ -204,6 +204,7 @@ class NamespaceBackend:
         self._lock = threading.Lock()
 
     def check(self) -> None:
+        """Raise `BackendUnavailableError` unless this process is root with util-linux."""
         if os.geteuid() != 0:
             raise BackendUnavailableError("the namespace backend needs root (mount namespaces)")
         for tool in ("unshare", "mount", "ip"):

@@ -6,8 +6,6 @@ template."""
 from arctic_swe.chat._corpus import TEMPLATES, checkpoint_corpus
 from arctic_swe.chat._errors import ChatError, TemplateError, TokenizerLoadError
 from arctic_swe.chat._format import (
-    DIALECT_CHOICES,
-    DIALECTS,
     ChatFormat,
     chat_format,
     detect_dialect,
@@ -39,8 +37,6 @@ from arctic_swe.chat._tokenizer import (
 __all__ = [
     "CHAT_TEMPLATE",
     "DEFAULT_VOCAB_SIZE",
-    "DIALECTS",
-    "DIALECT_CHOICES",
     "ENDOFTEXT",
     "IM_END",
     "IM_START",

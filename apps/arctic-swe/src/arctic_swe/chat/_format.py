@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, Literal
 from weakref import WeakKeyDictionary
 
 from jinja2 import TemplateError as JinjaTemplateError
@@ -36,13 +36,9 @@ from transformers import PreTrainedTokenizerFast
 
 from arctic_swe.chat._errors import TemplateError
 from arctic_swe.chat._template import IM_END, tool_schemas
-from swe_formatcheck import ToolSpec
+from swe_formatcheck import ToolSpec, dialect_names
 
-Dialect = Literal["qwen3_coder", "hermes"]
 Reasoning = Literal["required", "optional", "forbidden"]
-DIALECTS: tuple[str, ...] = ("qwen3_coder", "hermes")
-#: ``tool_dialect`` values: a dialect, or ``"auto"`` (detected from the template).
-DIALECT_CHOICES: tuple[str, ...] = ("auto", *DIALECTS)
 
 _PROBE = "arctic-swe-probe-7d1c"  # sentinel content; no template markup in it
 _PROBE_SYSTEM, _PROBE_USER = "probe system", "probe issue"
@@ -71,7 +67,7 @@ class ChatFormat:
     tokenizer: PreTrainedTokenizerFast = field(repr=False, compare=False)
     template: str = field(repr=False)
     tools: tuple[ToolSpec, ...]
-    dialect: Dialect
+    dialect: str
     think_prefilled: bool
     reasoning: Reasoning
     end_token: str = IM_END
@@ -194,15 +190,17 @@ def _build(
     dialect: str,
     options: tuple[tuple[str, Any], ...],
 ) -> ChatFormat:
-    if dialect not in DIALECT_CHOICES:
-        raise TemplateError(f"tool dialect must be one of {list(DIALECT_CHOICES)}, got {dialect!r}")
+    # "auto" or a name of swe-formatcheck's registry (its built-ins, or a registered dialect)
+    if dialect != "auto" and dialect not in dialect_names():
+        choices = ["auto", *dialect_names()]
+        raise TemplateError(f"tool dialect must be one of {choices}, got {dialect!r}")
     if IM_END not in tokenizer.get_vocab():
         raise TemplateError(f"tokenizer {_name(tokenizer)} has no {IM_END} token")
     template = resolve_template(tokenizer, tools)
     if dialect == "auto":
         chosen = detect_dialect(tokenizer, tools, template=template, options=dict(options))
     else:
-        chosen = cast(Dialect, dialect)
+        chosen = dialect
     prefill = _generation_prompt(tokenizer, template, dict(options))
     think_prefilled = prefill.endswith(_OPEN_THINK + "\n")
     closed = prefill.rstrip().endswith(_CLOSE_THINK)
@@ -220,7 +218,7 @@ def detect_dialect(
     *,
     template: str | None = None,
     options: Mapping[str, Any] | None = None,
-) -> Dialect:
+) -> str:
     """The tool-call format ``tokenizer``'s template (or ``template``) uses: from how it renders
     a structured call, else from the call format its system block instructs;
     :class:`TemplateError` if neither."""
@@ -245,7 +243,7 @@ def detect_dialect(
     return found
 
 
-def _dialect_in(text: str, xml_marker: str, json_marker: str) -> Dialect | None:
+def _dialect_in(text: str, xml_marker: str, json_marker: str) -> str | None:
     if "<tool_call>" not in text:
         return None
     if xml_marker in text:

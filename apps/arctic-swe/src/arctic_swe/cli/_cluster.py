@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from arctic_swe._argtypes import Subparsers, non_negative_int, positive_int
+from arctic_swe._backends import SANDBOX_BACKENDS
 from arctic_swe._execute import (
     FAILURE_EXIT,
     CommandError,
@@ -80,9 +81,10 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     loop.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
     loop.add_argument(
         "--sandbox",
-        choices=("namespace", "docker"),
+        choices=SANDBOX_BACKENDS,
+        metavar="NAME",
         default="namespace",
-        help="sandbox backend (default: %(default)s)",
+        help="sandbox backend, one of %(choices)s (default: %(default)s)",
     )
     return cluster
 

@@ -119,7 +119,7 @@ def _validate(deck: Deck, args: argparse.Namespace) -> int:
 
     from arctic_swe._progress import stage_progress
     from arctic_swe.deck import validate_deck
-    from swe_sandbox import NamespaceBackend
+    from swe_sandbox import DEFAULT_BACKEND, create_backend
 
     out = console()
     splits = ("pool", "heldout")
@@ -131,7 +131,7 @@ def _validate(deck: Deck, args: argparse.Namespace) -> int:
         bar = progress.add_task("Pipeline 1", total=len(chosen), info="")
         _, report = validate_deck(
             deck,
-            NamespaceBackend(),
+            create_backend(DEFAULT_BACKEND),
             splits=splits,
             reruns=args.reruns,
             workers=args.workers,

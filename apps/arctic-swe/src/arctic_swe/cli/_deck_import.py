@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from arctic_swe._argtypes import Subparsers, positive_int
+from arctic_swe._backends import SANDBOX_BACKENDS, sandbox_backend
 from arctic_swe._execute import runtime_errors, user_errors
 from arctic_swe.cli._checks import require_directories, require_file, require_writable_directory
 from arctic_swe.cli._output import console
-
-if TYPE_CHECKING:
-    from swe_sandbox import Backend
 
 FORMATS = ("auto", "native", "swebench", "swerebench", "r2egym")
 
@@ -64,9 +61,10 @@ def add_import_parser(actions: Subparsers) -> None:
     )
     imp.add_argument(
         "--backend",
-        choices=("namespace", "docker"),
+        choices=SANDBOX_BACKENDS,
+        metavar="NAME",
         default="namespace",
-        help="sandbox backend of the Pipeline 1 audit (default: %(default)s)",
+        help="sandbox backend of the Pipeline 1 audit, one of %(choices)s (default: %(default)s)",
     )
     imp.add_argument(
         "--validate",
@@ -107,7 +105,7 @@ def run_import(args: argparse.Namespace) -> int:
     )
     out = console()
     with user_errors(DeckError, CurateError), runtime_errors(SandboxError):
-        backend = _backend(args.backend) if args.validate == "audit" else None
+        backend = sandbox_backend(args.backend) if args.validate == "audit" else None
         with stage_progress(console(stderr=True)) as progress:
             bar = progress.add_task("import", total=None, info="")
 
@@ -131,9 +129,3 @@ def run_import(args: argparse.Namespace) -> int:
     admitted = sum(result.admitted for result in results)
     out.print(f"{admitted} of {len(results)} row(s) admitted; deck written to {args.out}")
     return 0 if admitted == len(results) else 1
-
-
-def _backend(name: str) -> Backend:
-    from swe_sandbox import DockerBackend, NamespaceBackend
-
-    return DockerBackend() if name == "docker" else NamespaceBackend()

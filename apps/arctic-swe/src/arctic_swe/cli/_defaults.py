@@ -44,7 +44,9 @@ def add_rollout_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--backend",
         choices=SANDBOX_BACKENDS,
+        metavar="NAME",
         default="namespace",
-        help="sandbox backend: namespace (daemon-less, needs root) or docker (a local engine; "
-        "each task runs in its environment image) (default: %(default)s)",
+        help="sandbox backend: namespace (daemon-less, needs root), docker (a local engine; "
+        "each task runs in its environment image) or another swe-sandbox backend; one of "
+        "%(choices)s (default: %(default)s)",
     )

@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         staging_dir,
         warm_start_live,
     )
-    from swe_sandbox import NamespaceBackend, SandboxError
+    from swe_sandbox import DEFAULT_BACKEND, SandboxError, create_backend
 
     torch.set_num_threads(args.threads)
     with (
@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
                 tasks,
                 tokenizer,
                 args.out,
-                NamespaceBackend(),
+                create_backend(DEFAULT_BACKEND),
                 console(),
                 sft=sft,
                 induction=induction,

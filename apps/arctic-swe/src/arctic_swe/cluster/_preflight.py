@@ -165,14 +165,11 @@ async def check_urls(urls: tuple[str, ...], timeout: float) -> None:
 
 def check_sandbox(backend: str) -> None:
     """The backend can start sandboxes here (cheap checks; no image is built)."""
-    from swe_sandbox import BackendUnavailableError, DockerBackend, NamespaceBackend
+    from swe_sandbox import BackendUnavailableError, UnknownBackendError, create_backend
 
     try:
-        if backend == "docker":
-            DockerBackend().client.ping()  # the client property connects and pings
-        else:
-            NamespaceBackend().check()
-    except BackendUnavailableError as exc:
+        create_backend(backend).check()  # docker: connects and pings; namespace: root, tools
+    except (BackendUnavailableError, UnknownBackendError) as exc:
         raise PreflightError(f"sandbox.backend = {backend}: {exc}") from exc
 
 

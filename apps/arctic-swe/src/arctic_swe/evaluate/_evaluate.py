@@ -39,7 +39,7 @@ from arctic_swe.harness import (
 )
 from arctic_swe.model import assign_weights, load_policy, read_weights
 from arctic_swe.trainer import policy_dir
-from swe_sandbox import Backend, NamespaceBackend, SandboxPool, TaskSpec
+from swe_sandbox import DEFAULT_BACKEND, Backend, SandboxPool, TaskSpec, create_backend
 
 if TYPE_CHECKING:
     from arctic_swe.config import RunConfig
@@ -145,7 +145,9 @@ async def sample_rollouts(
         return SeededSampler(engine, tokenizer, index, seeds[index])
 
     try:
-        async with SandboxPool(backend or NamespaceBackend(), max_concurrency=workers) as pool:
+        async with SandboxPool(
+            backend or create_backend(DEFAULT_BACKEND), max_concurrency=workers
+        ) as pool:
             return await run_rollouts(
                 list(tasks),
                 sampler,

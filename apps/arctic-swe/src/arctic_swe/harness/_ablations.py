@@ -1,9 +1,10 @@
 """The two harness ablations of the paper's gating study (Arctic-SWE §3.2).
 
 * **Lenient format** (``strict_format=False``): a turn swe-formatcheck rejects is still executed
-  when a forgiving parser of the kind public stacks use can pull a call out of it — non-greedy
-  regexes, an unclosed ``<tool_call>`` accepted, a value ending at the next tag or at the end of
-  the text, the last duplicate parameter winning, text around the call ignored. The strict
+  when a forgiving parser of the kind public stacks use can pull a call out of it — the run's
+  own dialect's lenient reading (`swe_formatcheck.parse_lenient`): an unclosed ``<tool_call>``
+  accepted, text around the call ignored, the last duplicate parameter (or JSON key) winning,
+  for qwen3_coder a value ending at the next tag or at the end of the text. The strict
   verdict's codes are still recorded, so the metrics count the malformed turns that ran.
 * **Ungated reward** (``gated_reward=False``): swe-formatcheck's ``EpisodeGate(gated=False)`` —
   nothing but a submit or an exhausted budget ends the episode; an invalid turn gets the error
@@ -16,63 +17,21 @@ Both exist to reproduce the failure modes the recipe guards against; neither is 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
-from swe_formatcheck import ToolCall, ToolSpec, TurnVerdict
-
-_ENVELOPE = re.compile(r"<tool_call>(.*?)</tool_call>|<tool_call>(.*)$", re.DOTALL)
-_FUNCTION = re.compile(r"<function=([^>\n]*)>")
-_PARAMETER = re.compile(
-    r"<parameter=([^>\n]*)>(.*?)(?=</parameter>|<parameter=|</function>|</tool_call>|$)",
-    re.DOTALL,
-)
+from swe_formatcheck import ToolSpec, TurnVerdict, parse_lenient
 
 
-def lenient_call(raw: str, tools: Iterable[ToolSpec]) -> ToolCall | None:
-    """The first call a forgiving regex parser finds in ``raw`` (or ``None``).
-
-    The function name must be a known tool and every required parameter present (a public
-    parser would otherwise fail at dispatch); unknown parameters are dropped, one newline is
-    stripped on each side of a value, and a later duplicate parameter overwrites an earlier one.
-    """
-    by_name = {spec.name: spec for spec in tools}
-    bodies = [closed or unclosed for closed, unclosed in _ENVELOPE.findall(raw)]
-    if not bodies:
-        bodies = [raw]  # a bare <function=...> with no envelope is still parsed
-    for body in bodies:
-        function = _FUNCTION.search(body)
-        if function is None:
-            continue
-        name = function.group(1).strip()
-        spec = by_name.get(name)
-        if spec is None:
-            continue
-        arguments: dict[str, str] = {}
-        for key, value in _PARAMETER.findall(body[function.end() :]):
-            key = key.strip()
-            if key in spec.parameters:
-                arguments[key] = _strip_newline(value)
-        if all(key in arguments for key in spec.required):
-            return ToolCall(name, arguments)
-    return None
-
-
-def _strip_newline(value: str) -> str:
-    if value.startswith("\n"):
-        value = value[1:]
-    if value.endswith("\n"):
-        value = value[:-1]
-    return value
-
-
-def lenient_verdict(strict: TurnVerdict, raw: str, tools: Iterable[ToolSpec]) -> TurnVerdict:
-    """What a lenient stack acts on: ``strict`` when it is ok or nothing can be pulled out of
-    ``raw``; otherwise a clean verdict carrying the repaired call (the caller keeps ``strict``'s
-    codes to count the malformed turns that ran)."""
+def lenient_verdict(
+    strict: TurnVerdict, raw: str, tools: Iterable[ToolSpec], dialect: str
+) -> TurnVerdict:
+    """What a lenient stack acts on: ``strict`` when it is ok or the forgiving parser of
+    ``dialect`` (the one the turn was checked in) pulls nothing out of ``raw``; otherwise a
+    clean verdict carrying the repaired call (the caller keeps ``strict``'s codes to count the
+    malformed turns that ran)."""
     if strict.ok:
         return strict
-    call = lenient_call(raw, tools)
+    call = parse_lenient(raw, tools=tools, dialect=dialect)
     return strict if call is None else TurnVerdict((), call, strict.reasoning)
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from arctic_swe.harness._errors import HarnessError
-
-_DIALECTS = ("auto", "qwen3_coder", "hermes")  # swe-formatcheck's dialects, or detected
+from swe_formatcheck import dialect_names
 
 SYSTEM_PROMPT = (
     "You are a software engineer fixing an issue in the repository in your working directory. "
@@ -30,8 +29,10 @@ class HarnessConfig:
       reward is the grade of the final repository state (see ``_ablations``).
     * ``strict_format`` — the recipe (True): swe-formatcheck's raw check decides. False is the
       ablation: a malformed turn a lenient regex parser can repair is executed.
-    * ``tool_dialect`` — the tool-call format turns are checked in: ``"auto"`` (detected from
-      the checkpoint's chat template), ``"qwen3_coder"`` (XML) or ``"hermes"`` (JSON).
+    * ``tool_dialect`` — the tool-call format turns are checked in (and, under the lenient
+      ablation, repaired in): ``"auto"`` (detected from the checkpoint's chat template:
+      ``"qwen3_coder"`` XML or ``"hermes"`` JSON) or any name of swe-formatcheck's
+      ``dialect_names()``.
     * ``mask_durations`` — drop wall-clock durations from pytest's summary lines in tool
       output (``7 passed in 0.02s`` -> ``7 passed``), so no wall-clock time reaches the tokens
       (:func:`~arctic_swe.harness.mask_durations`). Off by default (observations verbatim);
@@ -64,10 +65,10 @@ class HarnessConfig:
         for name in ("gated_reward", "strict_format", "mask_durations"):
             if not isinstance(getattr(self, name), bool):
                 raise HarnessError(f"{name} must be a bool, got {getattr(self, name)!r}")
-        if self.tool_dialect not in _DIALECTS:
-            raise HarnessError(
-                f"tool_dialect must be one of {list(_DIALECTS)}, got {self.tool_dialect!r}"
-            )
+        # "auto" (detected from the template) or a name of swe-formatcheck's dialect registry
+        if self.tool_dialect != "auto" and self.tool_dialect not in dialect_names():
+            choices = ["auto", *dialect_names()]
+            raise HarnessError(f"tool_dialect must be one of {choices}, got {self.tool_dialect!r}")
         if self.enable_thinking is not None and not isinstance(self.enable_thinking, bool):
             raise HarnessError(
                 f"enable_thinking must be a bool or None, got {self.enable_thinking!r}"

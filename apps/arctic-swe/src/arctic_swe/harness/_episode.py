@@ -234,7 +234,11 @@ class _Episode:
             stopped=stopped,
             think_prefilled=chat.think_prefilled,
         )
-        verdict = strict if self.config.strict_format else lenient_verdict(strict, raw, TOOLS)
+        verdict = (
+            strict
+            if self.config.strict_format
+            else lenient_verdict(strict, raw, TOOLS, chat.dialect)
+        )
         return raw, strict, verdict
 
     async def _act(self, call: ToolCall | None, strict: TurnVerdict) -> tuple[str, float]:

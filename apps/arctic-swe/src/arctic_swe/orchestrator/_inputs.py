@@ -23,7 +23,7 @@ from arctic_swe.config import (
 from arctic_swe.deck import DeckConfig, load_deck, write_deck
 from arctic_swe.harness import TINY_HARNESS
 from arctic_swe.orchestrator._setup import Inputs, SetupError
-from swe_sandbox import NamespaceBackend
+from swe_sandbox import create_backend
 
 
 def ensure_deck(deck_dir: Path, config: RunConfig, console: Console) -> Path:
@@ -72,7 +72,7 @@ def ensure_policy(policy_dir: Path, deck_dir: Path, config: RunConfig, console: 
         tasks,
         tokenizer,
         policy_dir,
-        NamespaceBackend(),
+        create_backend(config.sandbox.backend),
         console,
         sft=SFTConfig(steps=WARMSTART_STEPS, seed=config.run.seed),
         induction=InductionConfig(seed=config.run.seed),
