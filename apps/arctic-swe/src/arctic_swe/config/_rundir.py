@@ -20,6 +20,7 @@ import attrs
 from arctic_swe.config._errors import RunDirError
 from arctic_swe.config._load import load_toml, to_toml
 from arctic_swe.config._schema import RunConfig
+from arctic_swe.weights import atomic_write_text
 
 CONFIG_FILE = "config.toml"
 
@@ -88,13 +89,4 @@ def _probe_writable(root: Path) -> None:
 
 
 def _write_atomic(target: Path, text: str) -> None:
-    fd, staging = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(staging, target)
-    except BaseException:
-        Path(staging).unlink(missing_ok=True)
-        raise
+    atomic_write_text(target, text, fsync=True)

@@ -33,9 +33,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from arctic_swe._step_dirs import staged_dir
 from arctic_swe.deck._errors import DeckConfigError, DeckFormatError
 from arctic_swe.deck._repo import GeneratedTask, generate_task
+from arctic_swe.weights import atomic_write_text, staged_dir
 from swe_sandbox import RepoSource, TaskSpec
 
 SPLITS = ("pool", "heldout", "warmstart")
@@ -234,6 +234,4 @@ def mark_dropped(root: str | os.PathLike[str], instance_ids: set[str]) -> None:
     path = Path(root) / MANIFEST
     manifest = json.loads(path.read_text())
     manifest["dropped"] = sorted(set(manifest.get("dropped", ())) | instance_ids)
-    staging = path.with_suffix(".json.tmp")
-    staging.write_text(json.dumps(manifest, indent=1) + "\n")
-    os.replace(staging, path)
+    atomic_write_text(path, json.dumps(manifest, indent=1) + "\n")

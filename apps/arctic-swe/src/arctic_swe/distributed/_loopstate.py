@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from arctic_swe._step_dirs import prune_steps, staged_dir, write_latest
 from arctic_swe.trainer import (
     Restored,
     ResumeError,
@@ -24,6 +23,7 @@ from arctic_swe.trainer import (
     restore_run_state,
     write_run_state,
 )
+from arctic_swe.weights import prune_steps, staged_dir, write_latest
 from deck_evictor import Deck
 
 

@@ -3,7 +3,7 @@ full-vocabulary temperature-1 sampling, and cache-invalidating weight refreshes.
 
 from arctic_swe.engine._config import EngineConfig, FinishReason, Generation
 from arctic_swe.engine._core import CoreCounters, RefreshStats
-from arctic_swe.engine._engine import TorchEngine
+from arctic_swe.engine._engine import RunEngine, TorchEngine
 from arctic_swe.engine._errors import (
     EngineClosedError,
     EngineError,
@@ -37,6 +37,7 @@ __all__ = [
     "RefreshError",
     "RefreshStats",
     "RequestError",
+    "RunEngine",
     "TorchEngine",
     "batched_forward",
     "derive_seed",

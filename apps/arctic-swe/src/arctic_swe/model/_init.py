@@ -12,8 +12,6 @@ take it as the policy.
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +32,7 @@ from arctic_swe.model._checkpoint import _quiet_progress
 from arctic_swe.model._config import TINY_PRESET, PolicyPreset, policy_config
 from arctic_swe.model._errors import CheckpointError, PolicyConfigError
 from arctic_swe.model._layout import check_checkpoint
+from arctic_swe.weights import staged_dir
 
 #: Presets ``model init --preset`` knows, by name.
 PRESETS: dict[str, PolicyPreset] = {"tiny": TINY_PRESET}
@@ -81,17 +80,9 @@ def init_checkpoint(
         top_p=1.0,
         top_k=0,
     )
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
+    with staged_dir(target.parent, target.name) as staging:
         with torch.no_grad(), _quiet_progress():
             model.save_pretrained(staging, safe_serialization=True)
         save_tokenizer(tokenizer, staging)
         check_checkpoint(staging)
-        if target.exists():
-            shutil.rmtree(target) if target.is_dir() else target.unlink()
-        staging.rename(target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return target

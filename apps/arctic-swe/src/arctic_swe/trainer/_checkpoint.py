@@ -25,7 +25,6 @@ from typing import Any
 import torch
 from transformers import PreTrainedTokenizerFast, Qwen3_5ForCausalLM
 
-from arctic_swe._step_dirs import prune_steps, read_latest, staged_dir, write_latest
 from arctic_swe.model import CheckpointError, assign_weights, read_weights, save_policy
 from arctic_swe.trainer._errors import ResumeError
 from arctic_swe.trainer._runstate import (
@@ -35,6 +34,7 @@ from arctic_swe.trainer._runstate import (
     write_run_state,
 )
 from arctic_swe.trainer._trainer import Trainer
+from arctic_swe.weights import prune_steps, read_latest, staged_dir, write_latest
 from deck_evictor import Deck
 
 _FILES = ("model", "trainer.pt", "rng.pt", "deck.state", "state.json")
