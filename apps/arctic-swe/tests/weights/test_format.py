@@ -19,6 +19,7 @@ from arctic_swe.weights import (
     prune,
     publish,
     published_dir,
+    run_weights,
     weights_file,
     write_safetensors,
 )
@@ -30,6 +31,7 @@ def test_a_version_is_a_directory_with_one_safetensors_file_and_no_leftovers(
     weights = {"a.weight": torch.arange(6.0).reshape(2, 3), "b.bias": torch.ones(3)}
     directory = publish(weights, tmp_path, 7)
     assert directory == published_dir(tmp_path, 7) == tmp_path / "policy-v7"
+    assert run_weights(tmp_path) == tmp_path / "weights"  # a run's root of the versions
     assert sorted(p.name for p in directory.iterdir()) == [MANIFEST_FILE, WEIGHTS_FILE]
     assert [p.name for p in tmp_path.iterdir()] == ["policy-v7"]  # no staging left
     loaded = load_file(str(weights_file(directory)))

@@ -39,7 +39,13 @@ from arctic_swe.transfer import (
     VllmNcclSender,
     VllmUnavailableError,
 )
-from arctic_swe.weights import WeightsError, published_dir, read_weights, weights_file
+from arctic_swe.weights import (
+    WeightsError,
+    published_dir,
+    read_weights,
+    run_weights,
+    weights_file,
+)
 
 
 def weights_of(worker: Worker, version: int) -> Sequence[tuple[str, torch.Tensor]]:
@@ -48,7 +54,7 @@ def weights_of(worker: Worker, version: int) -> Sequence[tuple[str, torch.Tensor
     latest = worker.latest_weights
     if latest is not None and latest[0] == version:
         return list(latest[1].items())
-    directory = published_dir(worker.options.run_dir / "weights", version)
+    directory = published_dir(run_weights(worker.options.run_dir), version)
     if not weights_file(directory).is_file():
         raise TransferProtocolError(f"the trainer holds no weights for version {version}")
     try:

@@ -31,7 +31,7 @@ from arctic_swe.config import RunConfig, RunDir
 from arctic_swe.engine import EngineConfig, RunEngine, TorchEngine, derive_seed
 from arctic_swe.orchestrator._launch import LaunchError, ServerFleet, ServerSpec
 from arctic_swe.transfer import WeightSender
-from arctic_swe.weights import publish
+from arctic_swe.weights import publish, run_weights
 
 if TYPE_CHECKING:
     from arctic_swe.engine import HttpEngine
@@ -209,7 +209,7 @@ async def _catch_up(engines: list[RunEngine], run: RunDir, inputs: EngineInputs)
         weights = inputs.weights()
     except Exception as exc:  # the trainer side's own error (e.g. no consolidated export)
         raise EngineSetupError(str(exc)) from exc
-    path = await asyncio.to_thread(publish, weights, run.root / "weights", inputs.version)
+    path = await asyncio.to_thread(publish, weights, run_weights(run.root), inputs.version)
     outcomes = await asyncio.gather(
         *(engine.refresh(str(path), inputs.version) for engine in engines),
         return_exceptions=True,

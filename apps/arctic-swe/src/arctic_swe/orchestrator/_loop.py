@@ -43,6 +43,7 @@ from arctic_swe.trainer import (
     TrainSample,
     numerics_figures,
 )
+from arctic_swe.weights import run_weights
 from deck_evictor import Deck
 from load_router import EngineState, PolicyClock, Router, UpdateLagStats
 from swe_sandbox import SandboxPool, TaskSpec
@@ -315,7 +316,7 @@ class RLLoop:
         """Write the new weights once and refresh every engine through the router."""
         parts = self.parts
         began = time.monotonic()
-        weights_dir = parts.run.root / "weights"
+        weights_dir = run_weights(parts.run.root)
         # in process: written here; remote: rank 0 already wrote it during the step
         path = await parts.trainer.publish(version, weights_dir)
         self.published = path

@@ -25,6 +25,7 @@ from arctic_swe.weights._format import (
     prune,
     publish,
     published_dir,
+    run_weights,
     weights_file,
     write_safetensors,
 )
@@ -58,6 +59,7 @@ __all__ = [
     "read_manifest",
     "read_weights",
     "replace_dir",
+    "run_weights",
     "staged_dir",
     "tied_aliases",
     "tied_spec",

@@ -77,6 +77,11 @@ class Manifest:
         }
 
 
+def run_weights(run_dir: Path) -> Path:
+    """Where a run publishes its versions: ``RUN/weights`` (the root of every ``policy-vN``)."""
+    return run_dir / "weights"
+
+
 def published_dir(root: Path, version: int) -> Path:
     """``root/policy-v<version>``."""
     return root / f"{_PREFIX}{version}"
