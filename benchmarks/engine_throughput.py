@@ -300,7 +300,7 @@ async def _http_run(url: str, n: int, prompts: list[list[int]], new_tokens: int)
     results = await asyncio.gather(*(engine.generate(r) for r in requests))
     elapsed = time.perf_counter() - started
     assert all(len(r.token_ids) == new_tokens for r in results)
-    await engine.aclose()
+    await engine.close()
     return elapsed
 
 

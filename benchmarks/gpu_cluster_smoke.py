@@ -19,7 +19,7 @@ later stages still run where they can):
    PyNccl endpoint and packed broadcast); then a batch of rollouts scored by the trainer. NCCL may refuse two ranks on one device: the error
    is recorded, the remaining NCCL stages are skipped, the reload stages still run.
 5. ``reload_4`` .. ``reload_6`` — the same by the reload path: the weights published as a
-   directory (``arctic_swe._published.publish``), ``/collective_rpc reload_weights``,
+   directory (``arctic_swe.weights.publish``), ``/collective_rpc reload_weights``,
    ``/update_weight_version``.
 
 Reported per update: refresh seconds, the label the engine serves and the tokens carry, max
@@ -229,7 +229,7 @@ async def _update(
 ) -> dict[str, Any]:
     """The trainer's step (noise on its weights), the refresh to ``version`` by ``path``,
     then a scored batch."""
-    from arctic_swe._published import publish
+    from arctic_swe.weights import publish
 
     dtype = torch.float32 if args.dry_run else torch.bfloat16  # the engine's dtype
     weights.clear()  # only the newest version is kept (on the GPU for NCCL)
@@ -310,7 +310,7 @@ async def _flow(args: argparse.Namespace, root: Path, stages: Stages) -> dict[st
                 values["updates"].append(update)
     finally:
         for engine in engines.values():
-            await engine.aclose()
+            await engine.close()
         if sender is not None:
             sender.close()
         if not all(stage["ok"] for stage in stages.values()):

@@ -19,7 +19,7 @@ still run where they can):
    clear_cache=true`` → ``/start_weight_update`` → ``/update_weights`` (IPC handles of the
    trainer's CUDA tensors) → ``/finish_weight_update`` → ``/resume``. ``--smoke`` takes vLLM's
    reload path instead: the weights published as a directory of safetensors
-   (``arctic_swe._published.publish``), then ``/pause?mode=keep&clear_cache=true`` →
+   (``arctic_swe.weights.publish``), then ``/pause?mode=keep&clear_cache=true`` →
    ``/collective_rpc`` ``reload_weights`` of that directory → ``/update_weight_version`` →
    ``/resume``. Reported: seconds from pause to resumed.
 5. ``check`` — a fresh batch under the new weights; the trainer's full forward (FP32 weights,
@@ -286,7 +286,7 @@ def _rollouts(args: argparse.Namespace, server: Server, trainer: Any, low: int) 
 def _new_weights(trainer: torch.nn.Module, dtype: torch.dtype) -> dict[str, torch.Tensor]:
     """An optimizer step's stand-in, applied to the trainer in place: seeded noise on every
     owned parameter. Returns the served names' tensors (tied aliases left out) in ``dtype``."""
-    from arctic_swe.serve import weight_spec
+    from arctic_swe.weights import weight_spec
 
     generator = torch.Generator().manual_seed(7)
     served = weight_spec(trainer)
@@ -312,7 +312,7 @@ def _post(url: str, path: str, body: dict[str, Any] | None = None) -> Any:
 def _reload_routes(weights: dict[str, torch.Tensor], root: Path) -> list[tuple[str, Any]]:
     """vLLM's reload path (``--smoke``): version 1 published as a directory, loaded in place by
     ``reload_weights`` and labelled by ``/update_weight_version``, inside a keep-mode pause."""
-    from arctic_swe._published import publish
+    from arctic_swe.weights import publish
 
     directory = publish(weights, root / "weights", 1)
     rpc = {

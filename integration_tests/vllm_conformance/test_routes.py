@@ -98,7 +98,7 @@ def test_turn_before_and_after_a_reload_refresh(
             after = await engine.generate(GenerateRequest(0, PROMPT, 12, seed=3))
             return before, after, version_before, await engine.weight_version()
         finally:
-            await engine.aclose()
+            await engine.close()
 
     before, after, version_before, version_after = run(main)
     assert version_before == initial_version
@@ -130,7 +130,7 @@ def test_keep_pause_refresh_mid_turn_splits_the_spans(serve: Serve, checkpoint_v
             await engine.refresh(str(checkpoint_v1), 1)
             return await turn
         finally:
-            await engine.aclose()
+            await engine.close()
 
     result = run(main)
     versions = list(result.token_versions)
@@ -167,7 +167,7 @@ def test_abort_pause_the_client_continues_the_turn(serve: Serve) -> None:
                 assert (await http.post("/resume")).status_code == 200
             return await turn
         finally:
-            await engine.aclose()
+            await engine.close()
 
     result = run(main)
     prompts = served.client.prompts
@@ -194,7 +194,7 @@ def test_reload_path_sends_what_vllms_worker_accepts(serve: Serve, checkpoint_v1
             await engine.refresh(str(checkpoint_v1), 1)
             return await engine.is_paused()
         finally:
-            await engine.aclose()
+            await engine.close()
 
     assert run(main) is False
     assert served.client.worker_calls == [
@@ -268,7 +268,7 @@ def test_nccl_path_payloads_are_accepted_by_vllms_dataclasses(
             version = await engine.weight_version()
             return version, await engine.generate(GenerateRequest(0, PROMPT, 4, seed=2))
         finally:
-            await engine.aclose()
+            await engine.close()
 
     version, result = run(main)
     assert version == 2
@@ -315,7 +315,7 @@ def test_nccl_path_broadcast_through_the_transfer_package(
                 seen.append((served_now, turn))
             return seen
         finally:
-            await engine.aclose()
+            await engine.close()
             sender.close()
             receiver.close()
 
@@ -349,7 +349,7 @@ def test_bad_weights_path_is_a_500_and_the_engine_is_unavailable(
                 await engine.refresh(str(path), 1)
             return caught.value, await engine.is_paused(), await engine.weight_version()
         finally:
-            await engine.aclose()
+            await engine.close()
 
     error, paused, version = run(main)
     assert "vllm-0" in str(error)
@@ -394,7 +394,7 @@ def test_malformed_init_info_through_the_client(serve: Serve) -> None:
             assert not await engine.is_paused()
             return caught.value
         finally:
-            await engine.aclose()
+            await engine.close()
 
     async def main() -> tuple[BaseException, BaseException]:
         return await attempt(missing_rank), await attempt(["not", "a", "dict"])
@@ -430,7 +430,7 @@ def test_engine_side_runtime_error_is_500_then_unavailable(serve: Serve) -> None
                 await engine.refresh("/published/v1", 1)
             return caught.value
         finally:
-            await engine.aclose()
+            await engine.close()
 
     error = run(main)
     assert "vllm-0" in str(error)
@@ -454,7 +454,7 @@ def test_router_keeps_going_on_the_engine_that_refreshes(serve: Serve, checkpoin
             return report, router.snapshot(), (placed, result)
         finally:
             for engine in engines:
-                await engine.aclose()
+                await engine.close()
 
     report, snapshot, (placed, result) = run(main)
     assert report.refreshed == ("vllm-0",)
@@ -478,7 +478,7 @@ def test_completion_fields_map_to_the_neutral_sampling_params(serve: Serve) -> N
         try:
             await engine.generate(GenerateRequest(0, PROMPT, 5, seed=11))
         finally:
-            await engine.aclose()
+            await engine.close()
 
     run(main)
     (body,) = served.client.completion_bodies

@@ -10,7 +10,7 @@ Every module under ``src/arctic_swe`` is parsed with :mod:`ast`; every ``import`
    they do not close a circle).
 3. **Public faces.** Across sub-packages, import ``arctic_swe.x`` (the names in
    ``x/__init__.__all__``), never ``arctic_swe.x._private`` nor a ``_private`` name. The
-   root-level private modules (``arctic_swe._step_dirs``, ...) are the shared foundation and
+   root-level private modules (``arctic_swe._atomic``, ...) are the shared foundation and
    may be imported from anywhere.
 
 A failure prints every offending import as ``file:line: importer -> imported (why)``.

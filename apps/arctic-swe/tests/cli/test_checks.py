@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arctic_swe.cli._checks import require_free_target, require_writable_directory
 from arctic_swe._execute import CommandError
+from arctic_swe.cli._checks import require_free_target, require_writable_directory
 from arctic_swe.deck import DeckConfig, write_deck
 
 #: main() runs in a fresh interpreter; afterwards we report which heavy modules it loaded.

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from transformers import PreTrainedTokenizerFast
 
-from arctic_swe.deck import Deck
+from arctic_swe.deck import StoredDeck
 from swe_curate import make_patch
 
 
@@ -24,7 +24,7 @@ def _git(cwd: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-def swebench_rows(deck: Deck, root: Path, count: int) -> tuple[Path, list[dict[str, object]]]:
+def swebench_rows(deck: StoredDeck, root: Path, count: int) -> tuple[Path, list[dict[str, object]]]:
     """A folder of checkouts (``arctic__pool-NNNN``) and one SWE-bench row per pool task."""
     rows: list[dict[str, object]] = []
     for task in deck.split("pool")[:count]:
@@ -58,7 +58,9 @@ def swebench_rows(deck: Deck, root: Path, count: int) -> tuple[Path, list[dict[s
 
 
 @pytest.fixture
-def swebench_checkouts(small_deck: Deck, tmp_path: Path) -> tuple[Path, list[dict[str, object]]]:
+def swebench_checkouts(
+    small_deck: StoredDeck, tmp_path: Path
+) -> tuple[Path, list[dict[str, object]]]:
     return swebench_rows(small_deck, tmp_path / "checkouts", 2)
 
 

@@ -14,8 +14,8 @@ from arctic_swe.config import RunConfigError, apply_overrides, from_mapping
 from arctic_swe.deck import (
     IMPORT_FILE,
     TASKS_FILE,
-    DeckError,
     ImportOptions,
+    StoredDeckError,
     import_deck,
     load_deck,
     load_task_rows,
@@ -76,7 +76,7 @@ def test_import_audits_each_row_and_keeps_the_batch_going(
 
 def test_a_batch_with_no_good_row_writes_only_the_records(tmp_path: Path) -> None:
     source = _write_rows(tmp_path / "rows.jsonl", [{"instance_id": "x-1", "patch": ""}])
-    with pytest.raises(DeckError, match="no row became a task"):
+    with pytest.raises(StoredDeckError, match="no row became a task"):
         import_deck(source, tmp_path / "deck", ImportOptions(validate="none"))
     (record,) = map(json.loads, (tmp_path / "deck" / IMPORT_FILE).read_text().splitlines())
     assert record["verdict"] == "malformed_row"
@@ -103,10 +103,10 @@ def test_deck_source_picks_the_pool_and_bad_sources_are_one_line_errors(
     with pytest.raises(SetupError, match=r"has 2 pool tasks, the config needs 3"):
         pool_tasks(too_many, tmp_path / "unused")
     missing = apply_overrides(config, [f"deck.source={tmp_path / 'none.jsonl'}"])
-    with pytest.raises(DeckError, match="no such file"):
+    with pytest.raises(StoredDeckError, match="no such file"):
         pool_tasks(missing, tmp_path / "unused")
     bad = _write_rows(tmp_path / "bad.jsonl", [rows[0], {"instance_id": "broken"}])
-    with pytest.raises(DeckError, match=r"row 2 \(broken\) is not a task"):
+    with pytest.raises(StoredDeckError, match=r"row 2 \(broken\) is not a task"):
         pool_tasks(apply_overrides(config, [f"deck.source={bad}"]), tmp_path / "unused")
 
 

@@ -1,6 +1,7 @@
-"""Tests for the orchestrator side of the trainer seam (no trainer process needed): the
-``trainer.kind``/``url`` config fields, :class:`InProcessTrainer`, and :class:`RemoteTrainer`
-against a port nobody listens on and a server that accepts but never answers."""
+"""Tests for the remote side of the trainer seam (no trainer process needed): the
+``trainer.kind``/``url`` config fields, and :class:`RemoteTrainer` against a port nobody
+listens on and a server that accepts but never answers (the in-process handle:
+``tests/trainer/test_handle.py``)."""
 
 from __future__ import annotations
 
@@ -11,26 +12,17 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import attrs
 import pytest
-from safetensors.torch import load_file
-from transformers import Qwen3_5ForCausalLM
 
 from arctic_swe.config import (
     RunConfig,
     RunConfigError,
-    TrainerSection,
     apply_overrides,
     load_toml,
     to_toml,
 )
-from arctic_swe.distributed import (
-    InProcessTrainer,
-    RemoteTrainer,
-    TrainerHandle,
-    TrainerUnavailableError,
-)
-from arctic_swe.trainer import Trainer
+from arctic_swe.distributed import RemoteTrainer, TrainerCheckpointError, TrainerUnavailableError
+from arctic_swe.trainer import ResumeError, TrainerHandle
 
 from .conftest import BATCH
 
@@ -74,38 +66,6 @@ def test_bad_trainer_sections_name_the_key(assignments: list[str], key: str, mes
     assert message in str(caught.value)
 
 
-# ---------------------------------------------------------------- in process
-def test_the_in_process_adapter_steps_off_the_event_loop_and_writes_the_weights(
-    policy: Qwen3_5ForCausalLM, tmp_path: Path
-) -> None:
-    trainer = InProcessTrainer(Trainer(policy, attrs.evolve(TrainerSection(), lr=1e-3)))
-    assert isinstance(trainer, TrainerHandle)
-
-    async def run() -> tuple[float, float, list[float], Path]:
-        ticks: list[float] = []
-
-        async def tick() -> None:
-            while True:
-                ticks.append(time.monotonic())
-                await asyncio.sleep(0.002)
-
-        ticker = asyncio.create_task(tick())
-        began = time.monotonic()
-        await trainer.step(BATCH)
-        ended = time.monotonic()
-        ticker.cancel()
-        return began, ended, ticks, await trainer.weights_file(1, tmp_path / "weights")
-
-    began, ended, ticks, path = asyncio.run(run())
-    assert trainer.steps == 1
-    assert trainer.world_size == 1
-    assert sum(began < t < ended for t in ticks) >= 3
-    weights = load_file(str(path / "model.safetensors"))
-    assert path.name == "policy-v1"
-    assert "lm_head.weight" not in weights  # the tied alias, as Trainer.weights() leaves out
-    assert weights.keys() == trainer.trainer.weights().keys()
-
-
 # ---------------------------------------------------------------- remote, failing
 def _free_port() -> int:
     with socket.socket() as sock:
@@ -146,7 +106,7 @@ def test_an_unreachable_trainer_is_a_typed_error_at_once() -> None:
         try:
             await trainer.connect()
         finally:
-            await trainer.aclose()
+            await trainer.close()
 
     began = time.monotonic()
     with pytest.raises(TrainerUnavailableError, match="unreachable"):
@@ -160,9 +120,29 @@ def test_a_trainer_that_never_answers_times_out_instead_of_hanging(silent_server
         try:
             await trainer.step(BATCH)
         finally:
-            await trainer.aclose()
+            await trainer.close()
 
     began = time.monotonic()
     with pytest.raises(TrainerUnavailableError, match="did not answer within 1 s"):
         asyncio.run(step())
     assert time.monotonic() - began < 10
+
+
+# ---------------------------------------------------------------- remote, as a handle
+def test_the_remote_trainer_is_a_complete_handle_without_a_local_model(tmp_path: Path) -> None:
+    """What the loop asks of any trainer, answered without a server: no local model, no
+    layer audit, nothing to prune, the start version checked, and a resumed run's servers
+    catch up from the checkpoint's consolidated export (a typed error when there is none)."""
+    trainer = RemoteTrainer("http://127.0.0.1:9", timeout_s=1.0)
+    assert isinstance(trainer, TrainerHandle)
+    assert trainer.local_model() is None
+    assert asyncio.run(trainer.layer_audit(BATCH[0], 16)) is None
+    trainer.prune_published(tmp_path, tmp_path / "policy-v1")  # a no-op: rank 0 prunes
+    trainer.check_start(0)
+    with pytest.raises(
+        ResumeError, match="holds policy version 0 but the run starts from version 3"
+    ):
+        trainer.check_start(3)
+    with pytest.raises(TrainerCheckpointError, match="no consolidated weights"):
+        trainer.current_weights()
+    asyncio.run(trainer.close())

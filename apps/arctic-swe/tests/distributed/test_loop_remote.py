@@ -23,8 +23,7 @@ import pytest
 from arctic_swe.config import RunConfig, apply_overrides, prepare_run_dir
 from arctic_swe.metrics import UpdateMetrics
 from arctic_swe.model import load_policy
-from arctic_swe.orchestrator import Inputs, run_training
-from arctic_swe.orchestrator import random_init_inputs
+from arctic_swe.orchestrator import Inputs, random_init_inputs, run_training
 from arctic_swe.trainer import policy_dir
 
 from ..serve.conftest import start_server

@@ -16,9 +16,9 @@ import pytest
 import torch
 from fastapi import FastAPI
 
-from arctic_swe._published import publish
 from arctic_swe.distributed._transfer_routes import add_transfer_routes
 from arctic_swe.transfer import EngineReceiver
+from arctic_swe.weights import publish
 
 
 def _weights(seed: int) -> dict[str, torch.Tensor]:

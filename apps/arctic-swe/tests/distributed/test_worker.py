@@ -61,11 +61,11 @@ async def _step(
     try:
         versions = [tuple(range(-1, len(s.token_ids) - 1)) for s in batch]
         stats = await trainer.step(batch, versions=versions, version=trainer.version + 1)
-        path = await trainer.weights_file(trainer.version, Path("unused"))
+        path = await trainer.publish(trainer.version, Path("unused"))
         assert trainer.last_stats["oldest_version"] == 0
         return stats, load_file(str(path / "model.safetensors")), trainer.last_digest
     finally:
-        await trainer.aclose()
+        await trainer.close()
 
 
 @dataclass
@@ -150,7 +150,7 @@ def test_bad_input_is_a_4xx_and_the_worker_keeps_serving(stepped: Stepped) -> No
             with pytest.raises(TrainerRequestError, match="400"):
                 await trainer.step([], version=None)  # an empty batch
         finally:
-            await trainer.aclose()
+            await trainer.close()
 
     asyncio.run(refused())
     health = httpx.get(f"{url}/health", timeout=30).json()
@@ -177,7 +177,7 @@ def test_a_step_is_awaited_while_the_event_loop_keeps_running(stepped: Stepped) 
             ended = asyncio.get_running_loop().time()
         finally:
             ticker.cancel()
-            await trainer.aclose()
+            await trainer.close()
         return began, ended, ticks
 
     began, ended, ticks = asyncio.run(overlap())
@@ -196,9 +196,9 @@ def resumed(
     async def checkpoint() -> Path:
         remote = await RemoteTrainer(trainer.url).connect()
         try:
-            return await remote.checkpoint()
+            return await remote.checkpoint_trainer()
         finally:
-            await remote.aclose()
+            await remote.close()
 
     path = asyncio.run(checkpoint())
     reference = asyncio.run(_step(trainer.url, LATER))[1]
@@ -254,7 +254,7 @@ def test_a_dead_rank_stops_the_job_and_the_client_gets_a_typed_error(
         try:
             await trainer.step(SINGLE)
         finally:
-            await trainer.aclose()
+            await trainer.close()
 
     with pytest.raises(TrainerUnavailableError, match="unreachable"):
         asyncio.run(step())

@@ -27,7 +27,7 @@ from arctic_swe.engine import (
     TorchEngine,
 )
 from arctic_swe.model import assign_weights, load_policy, save_policy
-from arctic_swe.serve import save_weight_file
+from arctic_swe.weights import write_safetensors
 from load_router import Engine, GenerateRequest, GenerateResult
 
 from ..serve.conftest import (
@@ -70,7 +70,7 @@ async def _with_engine(url: str, body: Any, config: HttpEngineConfig | None = No
     try:
         return await body(engine)
     finally:
-        await engine.aclose()
+        await engine.close()
 
 
 # ---------------------------------------------------------------- generation
@@ -217,7 +217,7 @@ class Weights:
         model = copy.deepcopy(self.model)
         assign_weights(model, state)
         directory = tmp_path / f"policy-v{self.version + 1}"
-        save_weight_file(state, directory / "model.safetensors")
+        write_safetensors(state, directory / "model.safetensors")
         return directory, model
 
 
@@ -294,7 +294,9 @@ def test_stale_cache_ablation_over_http_is_visibly_off_the_new_weights(
 def test_a_refused_refresh_is_a_refresh_error_and_the_server_resumes_on_old_weights(
     served: ServerProcess, tmp_path: Path
 ) -> None:
-    bad = save_weight_file({"model.norm.weight": torch.ones(3)}, tmp_path / "bad" / "m.safetensors")
+    bad = write_safetensors(
+        {"model.norm.weight": torch.ones(3)}, tmp_path / "bad" / "m.safetensors"
+    )
 
     async def body(engine: HttpEngine) -> tuple[int, bool, GenerateResult]:
         label = await engine.weight_version()

@@ -82,7 +82,7 @@ def test_two_nccl_refreshes_mid_turn_sample_later_tokens_from_the_broadcast_weig
                 results.append(await turn)
                 labels.append(await engine.weight_version())
         finally:
-            await engine.aclose()
+            await engine.close()
             sender.close()
         return results, labels
 
@@ -128,7 +128,7 @@ def test_an_unreachable_trainer_is_a_refresh_error_and_the_engine_keeps_serving(
             request = GenerateRequest(rollout_index=0, prompt_ids=(1, 2), max_new_tokens=3)
             return await engine.generate(request)
         finally:
-            await engine.aclose()
+            await engine.close()
 
     assert len(asyncio.run(body()).token_ids) == 3
 

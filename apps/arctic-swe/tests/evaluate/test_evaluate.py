@@ -15,7 +15,7 @@ from transformers import PreTrainedTokenizerFast
 
 from arctic_swe._cli import main
 from arctic_swe.chat import save_tokenizer
-from arctic_swe.deck import Deck
+from arctic_swe.deck import StoredDeck
 from arctic_swe.evaluate import evaluate_policy, evaluation_table, tally_evaluation, wilson_interval
 from arctic_swe.harness import Trajectory
 from arctic_swe.model import policy_config, save_policy
@@ -112,7 +112,7 @@ def random_policy(
 
 
 def test_evaluate_policy_samples_every_task_n_times(
-    random_policy: Path, small_deck: Deck, backend: NamespaceBackend
+    random_policy: Path, small_deck: StoredDeck, backend: NamespaceBackend
 ) -> None:
     tasks = [task.spec for task in small_deck.split("pool")[:2]]
     seen: list[str] = []
@@ -129,7 +129,7 @@ def test_evaluate_policy_samples_every_task_n_times(
 
 
 def _evaluate_json(
-    policies: list[Path], deck: Deck, scratch: Path, *extra: str
+    policies: list[Path], deck: StoredDeck, scratch: Path, *extra: str
 ) -> list[dict[str, Any]]:
     """Run ``arctic-swe evaluate`` (one sample per task) and return its JSON lines."""
     out = scratch / "eval.jsonl"
@@ -140,7 +140,7 @@ def _evaluate_json(
 
 def test_evaluate_command_compares_policies_and_writes_json(
     random_policy: Path,
-    small_deck: Deck,
+    small_deck: StoredDeck,
     backend: NamespaceBackend,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
@@ -153,7 +153,7 @@ def test_evaluate_command_compares_policies_and_writes_json(
 
 
 def test_evaluate_command_rejects_a_directory_without_a_policy(
-    small_deck: Deck, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    small_deck: StoredDeck, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = ["evaluate", str(tmp_path), "--deck", str(small_deck.root), "--tasks", "1"]
     assert main(argv) == 2
@@ -193,7 +193,7 @@ def test_run_pool_size_reads_the_first_run_directory(random_policy: Path, tmp_pa
 
 def test_evaluate_command_defaults_to_the_runs_stress_pool(
     random_policy: Path,
-    small_deck: Deck,
+    small_deck: StoredDeck,
     backend: NamespaceBackend,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
@@ -207,7 +207,7 @@ def test_evaluate_command_defaults_to_the_runs_stress_pool(
 
 
 def test_the_same_weights_and_seed_give_the_same_rollouts_whatever_the_scheduling(
-    random_policy: Path, small_deck: Deck, backend: NamespaceBackend
+    random_policy: Path, small_deck: StoredDeck, backend: NamespaceBackend
 ) -> None:
     """Every turn samples from a stream fixed by (seed, task, sample, turn), so one sandbox at
     a time and two at once sample the same tokens (equal digests); another seed does not."""

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from transformers import PreTrainedTokenizerFast
 
-from arctic_swe.deck import Deck, DeckTask
+from arctic_swe.deck import DeckTask, StoredDeck
 from arctic_swe.harness import (
     TOOLS,
     HarnessConfig,
@@ -96,7 +96,7 @@ def _unclosed(turn: str) -> str:
 
 
 def test_lenient_format_runs_a_repaired_edit_and_records_its_codes(
-    small_deck: Deck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
+    small_deck: StoredDeck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
 ) -> None:
     task = small_deck.split("pool")[0]
     read, edit, _, _ = expert_turns(task)
@@ -120,7 +120,7 @@ def _in_hermes(turn: str) -> str:
 
 
 def test_lenient_format_under_hermes_runs_a_repaired_edit(
-    small_deck: Deck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
+    small_deck: StoredDeck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
 ) -> None:
     """The run's dialect reaches the lenient ablation: under hermes a cut-short JSON edit is
     refused by the strict check and repaired (and run) by the lenient one."""
@@ -141,7 +141,7 @@ def test_lenient_format_under_hermes_runs_a_repaired_edit(
 
 
 def test_ungated_reward_grades_the_final_state_whatever_ended_the_episode(
-    small_deck: Deck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
+    small_deck: StoredDeck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
 ) -> None:
     task = small_deck.split("pool")[1]
     read, edit, test, _ = expert_turns(task)
@@ -161,7 +161,7 @@ def test_ungated_reward_grades_the_final_state_whatever_ended_the_episode(
 
 
 def test_an_edit_of_a_missing_file_is_an_observation(
-    small_deck: Deck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
+    small_deck: StoredDeck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
 ) -> None:
     task = small_deck.split("pool")[2]
     call = ToolCall(

@@ -19,7 +19,7 @@ from arctic_swe.chat import (
     special_id,
     train_tokenizer,
 )
-from arctic_swe.deck import Deck, DeckTask
+from arctic_swe.deck import DeckTask, StoredDeck
 from arctic_swe.engine import EngineConfig, TorchEngine
 from arctic_swe.harness import (
     TINY_HARNESS,
@@ -40,7 +40,7 @@ from swe_sandbox import NamespaceBackend, SandboxPool
 
 
 @pytest.fixture(scope="module")
-def qwen_tokenizer(small_deck: Deck) -> PreTrainedTokenizerFast:
+def qwen_tokenizer(small_deck: StoredDeck) -> PreTrainedTokenizerFast:
     corpus = list(deck_corpus(small_deck, TINY_HARNESS)) * 4
     return train_tokenizer(corpus, vocab_size=1024, chat_template=TEMPLATES["qwen3.5"])
 
@@ -88,7 +88,7 @@ def _conversation(
 
 
 def test_a_qwen35_episode_appends_exactly_the_templates_tokens(
-    small_deck: Deck, qwen_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
+    small_deck: StoredDeck, qwen_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
 ) -> None:
     task = small_deck.split("pool")[0]
     trajectory = _run(task, _turns(task, "qwen3_coder"), qwen_tokenizer, backend)
@@ -108,7 +108,7 @@ def test_a_qwen35_episode_appends_exactly_the_templates_tokens(
 
 
 def test_turns_are_checked_in_the_templates_prefill_and_dialect(
-    small_deck: Deck, qwen_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
+    small_deck: StoredDeck, qwen_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
 ) -> None:
     task = small_deck.split("pool")[1]
     # A turn that opens <think> again after the prefilled one is a format violation here.
@@ -141,7 +141,7 @@ def test_turns_are_checked_in_the_templates_prefill_and_dialect(
 
 
 def test_a_model_init_checkpoint_is_the_policy_of_real_rollouts(
-    small_deck: Deck, backend: NamespaceBackend, tmp_path: Path
+    small_deck: StoredDeck, backend: NamespaceBackend, tmp_path: Path
 ) -> None:
     """Policy, tokenizer and template all from one ``model init`` directory: the torch engine
     generates, the harness appends the engine's ids and the template's deltas (ungated, so the

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from arctic_swe.deck import Deck
+from arctic_swe.deck import StoredDeck
 from arctic_swe.harness import TINY_HARNESS, HarnessConfig, mask_durations, run_tool
 from swe_formatcheck import ToolCall
 from swe_sandbox import NamespaceBackend, SandboxPool
@@ -75,7 +75,7 @@ def test_real_pytest_summaries() -> None:
 
 
 def test_run_tool_masks_pytest_output_in_the_embedded_preset_only(
-    small_deck: Deck, backend: NamespaceBackend
+    small_deck: StoredDeck, backend: NamespaceBackend
 ) -> None:
     task = small_deck.split("pool")[0]
     call = ToolCall("execute_bash", {"command": "python3 -m pytest -q"})

@@ -13,7 +13,7 @@ import pytest
 from transformers import PreTrainedTokenizerFast
 
 from arctic_swe.chat import encode, observation_text
-from arctic_swe.deck import Deck, DeckTask
+from arctic_swe.deck import DeckTask, StoredDeck
 from arctic_swe.harness import (
     TINY_HARNESS,
     HarnessConfig,
@@ -47,7 +47,7 @@ def _episode(
 
 
 def test_expert_trajectory_scores_one(
-    small_deck: Deck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
+    small_deck: StoredDeck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
 ) -> None:
     task = small_deck.split("pool")[0]
     sampler = ScriptedSampler(deck_tokenizer, expert_turns(task))
@@ -66,7 +66,7 @@ def test_expert_trajectory_scores_one(
 
 
 def test_empty_submit_scores_zero(
-    small_deck: Deck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
+    small_deck: StoredDeck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
 ) -> None:
     task = small_deck.split("pool")[1]
     trajectory, _ = _episode(
@@ -79,7 +79,7 @@ def test_empty_submit_scores_zero(
 
 
 def test_a_grading_failure_is_not_a_reward_of_zero(
-    small_deck: Deck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
+    small_deck: StoredDeck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
 ) -> None:
     """Infrastructure, not the agent: the grader refuses a task command it cannot isolate, and
     the episode raises (the group drops the rollout) instead of recording reward 0."""
@@ -92,7 +92,7 @@ def test_a_grading_failure_is_not_a_reward_of_zero(
 
 
 def test_malformed_turn_terminates_with_the_gated_reward(
-    small_deck: Deck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
+    small_deck: StoredDeck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
 ) -> None:
     task = small_deck.split("pool")[0]
     fix = expert_turns(task)[:2]  # the correct edit, then a duplicated parameter
@@ -115,7 +115,7 @@ def test_malformed_turn_terminates_with_the_gated_reward(
 
 
 def test_duplicate_call_and_budgets_terminate(
-    small_deck: Deck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
+    small_deck: StoredDeck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
 ) -> None:
     task = small_deck.split("pool")[2]
     ls = render_turn("Look.", ToolCall("execute_bash", {"command": "ls"}))
@@ -152,7 +152,7 @@ class _Recorder:
 
 
 def test_history_is_generated_plus_observation_tokens_never_retokenised(
-    small_deck: Deck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
+    small_deck: StoredDeck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
 ) -> None:
     task = small_deck.split("pool")[0]
     recorder = _Recorder(ScriptedSampler(deck_tokenizer, expert_turns(task)))

@@ -9,7 +9,7 @@ import torch
 from transformers import PreTrainedTokenizerFast
 
 from arctic_swe.chat import IM_END, special_id
-from arctic_swe.deck import Deck
+from arctic_swe.deck import StoredDeck
 from arctic_swe.engine import EngineConfig, TorchEngine
 from arctic_swe.harness import (
     NOT_GENERATED,
@@ -39,7 +39,7 @@ class _Spy(EngineSampler):
 
 
 def test_engine_episode_records_generated_tokens_logprobs_and_versions(
-    small_deck: Deck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
+    small_deck: StoredDeck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
 ) -> None:
     torch.manual_seed(0)
     config = policy_config(len(deck_tokenizer), SMALL, eos_token_id=deck_tokenizer.eos_token_id)

@@ -1,9 +1,12 @@
-"""``open_engines``: the configured engines come up (in-process), and HTTP engines that never
-answer stop the run before any rollout with a clear error, in bounded time."""
+"""``open_engines``: the configured engines come up (in-process), every kind registered for
+every configurable ``engine.kind``, each engine closed through ``RunEngine.close`` on exit, and
+HTTP engines that never answer stop the run before any rollout with a clear error, in bounded
+time."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import socket
 import time
 from pathlib import Path
@@ -12,9 +15,11 @@ import pytest
 import torch
 
 from arctic_swe.config import RunConfig, RunDir, apply_overrides, prepare_run_dir
-from arctic_swe.engine import TorchEngine
+from arctic_swe.config._schema import ENGINE_KINDS as CONFIG_ENGINE_KINDS
+from arctic_swe.engine import EngineConfig, RunEngine, TorchEngine
 from arctic_swe.model import build_policy, policy_config, save_policy
 from arctic_swe.orchestrator._engines import (
+    ENGINE_OPENERS,
     EngineInputs,
     EngineSetupError,
     open_engines,
@@ -39,6 +44,46 @@ def _free_port() -> int:
 def _config(tmp_path: Path, *assignments: str) -> tuple[RunConfig, RunDir]:
     config = apply_overrides(RunConfig(), list(assignments))
     return config, prepare_run_dir(tmp_path / "run", config, resume=False)
+
+
+def test_every_configurable_engine_kind_has_an_opener() -> None:
+    assert set(ENGINE_OPENERS) == set(CONFIG_ENGINE_KINDS)
+
+
+def test_every_engine_is_closed_on_exit_even_when_one_close_fails(
+    inputs: EngineInputs, tmp_path: Path
+) -> None:
+    config, run = _config(tmp_path, "engine.engines=3")
+    closed: list[str] = []
+
+    class Recorded(TorchEngine):
+        async def close(self) -> None:
+            closed.append(self.engine_id)
+            await super().close()
+            if self.engine_id == "torch-0":
+                raise RuntimeError("a failing close must not skip the others")
+
+    def factory(index: int, model: torch.nn.Module, cfg: EngineConfig, version: int) -> RunEngine:
+        return Recorded(model, cfg, version=version)
+
+    async def scenario() -> float | None:
+        async with open_engines(config, run, inputs, factory) as engine_set:
+            assert all(isinstance(e, RunEngine) for e in engine_set.engines)
+            return engine_set.refresh_timeout
+
+    assert asyncio.run(scenario()) is None  # in process: a refresh is never timed out
+    assert closed == ["torch-0", "torch-1", "torch-2"]
+
+
+def test_inprocess_engines_need_a_local_model(inputs: EngineInputs, tmp_path: Path) -> None:
+    config, run = _config(tmp_path)
+
+    async def scenario() -> None:
+        async with open_engines(config, run, dataclasses.replace(inputs, model=None)):
+            pass
+
+    with pytest.raises(EngineSetupError, match="need the trainer's model"):
+        asyncio.run(scenario())
 
 
 def test_inprocess_engines_follow_the_config(inputs: EngineInputs, tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from transformers import PreTrainedTokenizerFast
 
 from arctic_swe.config import TrainerSection
-from arctic_swe.deck import Deck, DeckTask
+from arctic_swe.deck import DeckTask, StoredDeck
 from arctic_swe.harness import HarnessConfig, ScriptedSampler, Trajectory, run_episode
 from arctic_swe.model import policy_config
 from arctic_swe.orchestrator import (
@@ -130,7 +130,7 @@ def _reference_loss(trainer: Trainer, samples: list) -> float:
 
 @pytest.mark.usefixtures("one_thread")
 def test_a_gated_batch_of_real_episodes_carries_minus_one_into_the_loss(
-    small_deck: Deck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
+    small_deck: StoredDeck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
 ) -> None:
     task = small_deck.split("pool")[0]
     config = HarnessConfig(max_turns=8, max_tokens=4096, max_new_tokens=200)
@@ -154,7 +154,7 @@ def test_a_gated_batch_of_real_episodes_carries_minus_one_into_the_loss(
 
 
 def test_ungated_episodes_are_never_overridden(
-    small_deck: Deck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
+    small_deck: StoredDeck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
 ) -> None:
     """harness.gated_reward = false: the gate shows the error and the episode goes on, so no
     ending is a format-gate ending and invalid_reward = -1 changes nothing."""

@@ -53,7 +53,7 @@ def test_two_servers_answer_over_http_and_stop(policy_dir: Path, tmp_path: Path)
                 try:
                     assert await engine.health()
                 finally:
-                    await engine.aclose()
+                    await engine.close()
             pids = fleet.pids
             assert all(_alive(pid) for pid in pids)
         return fleet.urls, pids

@@ -19,7 +19,7 @@ import torch
 from arctic_swe.engine import EngineConfig, Generation, TorchEngine
 from arctic_swe.engine._wire import parse_prometheus
 from arctic_swe.model import load_policy
-from arctic_swe.serve import save_weight_file
+from arctic_swe.weights import write_safetensors
 from load_router import GenerateRequest
 
 from .conftest import VOCAB, ServerProcess, perturbed_state, tiny_policy
@@ -265,8 +265,10 @@ def _bad_dirs(tmp_path: Path) -> list[tuple[Path, str]]:
     extra = dict(good, **{"model.layers.9.mlp.up_proj.weight": good[name]})
     dirs = []
     for label, state in [("shape", wrong_shape), ("dtype", wrong_dtype), ("missing", missing)]:
-        dirs.append((save_weight_file(state, tmp_path / label / "model.safetensors").parent, label))
-    extra_dir = save_weight_file(extra, tmp_path / "extra" / "model.safetensors").parent
+        dirs.append(
+            (write_safetensors(state, tmp_path / label / "model.safetensors").parent, label)
+        )
+    extra_dir = write_safetensors(extra, tmp_path / "extra" / "model.safetensors").parent
     dirs.append((extra_dir, "not in the served"))
     (tmp_path / "garbage").mkdir()
     (tmp_path / "garbage" / "model.safetensors").write_bytes(b"\x00" * 64)

@@ -2,12 +2,12 @@
 
 from pathlib import Path
 
-from arctic_swe.deck import Deck
+from arctic_swe.deck import StoredDeck
 from arctic_swe.harness import TINY_HARNESS, prompt_text
 from arctic_swe.warmstart import deck_corpus, expert_turns, task_corpus
 
 
-def test_corpus_holds_files_prompt_and_expert_turns(small_deck: Deck) -> None:
+def test_corpus_holds_files_prompt_and_expert_turns(small_deck: StoredDeck) -> None:
     task = small_deck.split("pool")[0]
     texts = list(task_corpus(task, TINY_HARNESS))
     assert Path(task.spec.repo.location, task.bug_path).read_text() in texts

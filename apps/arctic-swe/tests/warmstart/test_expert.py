@@ -6,14 +6,14 @@ from pathlib import Path
 from transformers import PreTrainedTokenizerFast
 
 from arctic_swe.chat import encode
-from arctic_swe.deck import Deck
+from arctic_swe.deck import StoredDeck
 from arctic_swe.harness import TOOLS
 from arctic_swe.warmstart import TEST_COMMAND, collect_expert, expert_turns
 from swe_formatcheck import ToolCall, check_turn
 from swe_sandbox import NamespaceBackend
 
 
-def test_expert_turns_are_valid_and_make_the_gold_edit(small_deck: Deck) -> None:
+def test_expert_turns_are_valid_and_make_the_gold_edit(small_deck: StoredDeck) -> None:
     for task in small_deck:
         calls = [check_turn(turn, tools=TOOLS).call for turn in expert_turns(task)]
         assert calls == [
@@ -52,7 +52,7 @@ def _count(ids: list[int], span: list[int]) -> int:
 
 
 def test_copied_names_keep_their_issue_tokens(
-    small_deck: Deck, deck_tokenizer: PreTrainedTokenizerFast
+    small_deck: StoredDeck, deck_tokenizer: PreTrainedTokenizerFast
 ) -> None:
     """The path and both lines are written with exactly the token ids they have in the issue,
     so the policy copies ids instead of remapping ``name`` to `` name``."""
@@ -67,7 +67,7 @@ def test_copied_names_keep_their_issue_tokens(
 
 
 def test_collected_expert_trajectories_all_score_one(
-    small_deck: Deck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
+    small_deck: StoredDeck, deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend
 ) -> None:
     tasks = small_deck.split("warmstart")
     done: list[str] = []

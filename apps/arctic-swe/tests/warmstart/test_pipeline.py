@@ -9,7 +9,7 @@ import pytest
 from transformers import PreTrainedTokenizerFast
 
 from arctic_swe.chat import encode, load_tokenizer
-from arctic_swe.deck import Deck
+from arctic_swe.deck import StoredDeck
 from arctic_swe.harness import Trajectory
 from arctic_swe.model import PolicyPreset, load_policy
 from arctic_swe.warmstart import (
@@ -28,7 +28,7 @@ SMALL = PolicyPreset(hidden_size=32, intermediate_size=64, head_dim=16, linear_k
 
 
 def test_warm_start_writes_a_loadable_checkpoint(
-    small_deck: Deck,
+    small_deck: StoredDeck,
     deck_tokenizer: PreTrainedTokenizerFast,
     backend: NamespaceBackend,
     tmp_path: Path,
@@ -84,7 +84,7 @@ class _StopError(Exception):
 
 
 def test_an_interrupted_warm_start_resumes_at_the_stage_it_reached(
-    small_deck: Deck,
+    small_deck: StoredDeck,
     deck_tokenizer: PreTrainedTokenizerFast,
     backend: NamespaceBackend,
     tmp_path: Path,

@@ -18,7 +18,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from arctic_swe._step_dirs import write_text_atomic
+from arctic_swe._atomic import atomic_write_text
 from arctic_swe.ablate._errors import AblateError
 from arctic_swe.config import (
     RunConfig,
@@ -94,7 +94,7 @@ def open_plan(plan: AblationPlan) -> AblationPlan:
         raise AblateError(f"--out {out} is not empty and holds no {MANIFEST}; pick a new --out")
     try:
         out.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(manifest, json.dumps(wanted, indent=2, sort_keys=True) + "\n")
+        atomic_write_text(manifest, json.dumps(wanted, indent=2, sort_keys=True) + "\n", fsync=True)
     except OSError as exc:
         raise AblateError(f"cannot write {manifest}: {exc}") from exc
     return plan

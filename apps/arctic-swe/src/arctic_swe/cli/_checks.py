@@ -17,7 +17,7 @@ from arctic_swe._execute import CommandError, user_errors
 from arctic_swe._hf_layout import checkpoint_problem
 
 if TYPE_CHECKING:
-    from arctic_swe.deck import Deck
+    from arctic_swe.deck import StoredDeck
 
 #: The file that marks a deck directory (``arctic_swe.deck``'s manifest).
 DECK_MANIFEST = "deck.json"
@@ -29,13 +29,13 @@ def require_deck(path: str | os.PathLike[str]) -> None:
         raise CommandError(f"no deck at {path} (missing {DECK_MANIFEST})")
 
 
-def load_deck_first(path: str | os.PathLike[str]) -> Deck:
+def load_deck_first(path: str | os.PathLike[str]) -> StoredDeck:
     """The deck at ``path``, loaded before torch (``arctic_swe.deck`` does not import it): a
     missing, unreadable or malformed deck is a usage error within a second."""
     require_deck(path)
-    from arctic_swe.deck import DeckError, load_deck
+    from arctic_swe.deck import StoredDeckError, load_deck
 
-    with user_errors(DeckError):
+    with user_errors(StoredDeckError):
         return load_deck(path)
 
 

@@ -16,7 +16,7 @@ from arctic_swe.cli._output import console
 from arctic_swe.config import TOKENIZER_DIR
 
 if TYPE_CHECKING:
-    from arctic_swe.deck import Deck
+    from arctic_swe.deck import StoredDeck
 
 
 def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
@@ -92,12 +92,12 @@ def run(args: argparse.Namespace) -> int:
         return run_import(args)
     require_writable_directory(args.out, "the deck")  # before transformers loads
     from arctic_swe.chat import ChatError, save_tokenizer, train_tokenizer
-    from arctic_swe.deck import DeckConfig, DeckError, write_deck
+    from arctic_swe.deck import DeckConfig, StoredDeckError, write_deck
     from arctic_swe.harness import TINY_HARNESS
     from arctic_swe.warmstart import deck_corpus
 
     out = console()
-    with user_errors(DeckError, ChatError):
+    with user_errors(StoredDeckError, ChatError):
         config = DeckConfig(args.seed, args.pool_size, args.heldout_size, args.warmstart_size)
         try:
             deck = write_deck(args.out, config)
@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     return _validate(deck, args)
 
 
-def _validate(deck: Deck, args: argparse.Namespace) -> int:
+def _validate(deck: StoredDeck, args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from arctic_swe._progress import stage_progress

@@ -91,7 +91,7 @@ def run_import(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from arctic_swe._progress import stage_progress
-    from arctic_swe.deck import DeckError, ImportedTask, ImportOptions, import_deck
+    from arctic_swe.deck import ImportedTask, ImportOptions, StoredDeckError, import_deck
     from swe_curate import CurateError
     from swe_sandbox import SandboxError
 
@@ -104,7 +104,7 @@ def run_import(args: argparse.Namespace) -> int:
         build_env=args.build_env,
     )
     out = console()
-    with user_errors(DeckError, CurateError), runtime_errors(SandboxError):
+    with user_errors(StoredDeckError, CurateError), runtime_errors(SandboxError):
         backend = sandbox_backend(args.backend) if args.validate == "audit" else None
         with stage_progress(console(stderr=True)) as progress:
             bar = progress.add_task("import", total=None, info="")

@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     from arctic_swe._progress import stage_progress
     from arctic_swe.chat import ChatError
     from arctic_swe.config import RunConfigError
-    from arctic_swe.deck import DeckError
+    from arctic_swe.deck import StoredDeckError
     from arctic_swe.engine import EngineError
     from arctic_swe.evaluate import evaluate_policy, evaluation_table, run_harness, run_pool_size
     from arctic_swe.harness import TINY_HARNESS, HarnessError
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     note = console(stderr=True)
     results = []
     with (
-        user_errors(ChatError, DeckError, HarnessError, PolicyError, RunConfigError),
+        user_errors(ChatError, StoredDeckError, HarnessError, PolicyError, RunConfigError),
         runtime_errors(EngineError, SandboxError, TrainerError),
     ):
         count = args.tasks

@@ -146,14 +146,14 @@ def run_errors() -> tuple[type[Exception], ...]:
     deck, policy, tokenizer, config or run directory it cannot use (imports torch)."""
     from arctic_swe.chat import ChatError
     from arctic_swe.config import RunConfigError, RunDirError
-    from arctic_swe.deck import DeckError
+    from arctic_swe.deck import StoredDeckError
     from arctic_swe.metrics import MetricsError
     from arctic_swe.model import PolicyError
     from arctic_swe.orchestrator import SetupError
     from arctic_swe.warmstart import WarmStartError
 
     return (
-        ChatError, DeckError, MetricsError, PolicyError, RunConfigError, RunDirError,
+        ChatError, StoredDeckError, MetricsError, PolicyError, RunConfigError, RunDirError,
         SetupError, WarmStartError,
     )  # fmt: skip
 

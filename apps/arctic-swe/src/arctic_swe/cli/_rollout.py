@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
 
     from arctic_swe._progress import stage_progress
     from arctic_swe.chat import ChatError
-    from arctic_swe.deck import DeckError
+    from arctic_swe.deck import StoredDeckError
     from arctic_swe.engine import EngineError
     from arctic_swe.evaluate import policy_engine, sample_rollouts
     from arctic_swe.harness import HarnessError, summary, summary_table, trajectory_view
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
 
     torch.set_num_threads(args.threads)
     with (
-        user_errors(ChatError, DeckError, HarnessError, PolicyError),
+        user_errors(ChatError, StoredDeckError, HarnessError, PolicyError),
         runtime_errors(EngineError, SandboxError),
     ):
         tasks = [task.spec for task in deck.split(args.split)[: args.tasks]]

@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from arctic_swe.chat import ChatError, load_tokenizer
-    from arctic_swe.deck import DeckError
+    from arctic_swe.deck import StoredDeckError
     from arctic_swe.model import PolicyError
     from arctic_swe.trainer import TrainerError
     from arctic_swe.warmstart import (
@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
 
     torch.set_num_threads(args.threads)
     with (
-        user_errors(ChatError, DeckError, PolicyError, WarmStartError),
+        user_errors(ChatError, StoredDeckError, PolicyError, WarmStartError),
         runtime_errors(SandboxError, TrainerError),
     ):
         tokenizer = load_tokenizer(Path(args.deck) / TOKENIZER_DIR)

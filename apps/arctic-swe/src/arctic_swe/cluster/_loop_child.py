@@ -34,14 +34,14 @@ def run_loop(
     from arctic_swe._execute import user_errors
     from arctic_swe.chat import ChatError
     from arctic_swe.config import RunConfigError, RunDirError, load_toml, prepare_run_dir
-    from arctic_swe.deck import DeckError
+    from arctic_swe.deck import StoredDeckError
     from arctic_swe.metrics import MetricsError
     from arctic_swe.model import PolicyError
     from arctic_swe.orchestrator import Inputs, SetupError, ensure_deck, run_training
     from arctic_swe.trainer import TrainerError
 
     errors = (
-        ChatError, DeckError, MetricsError, PolicyError, RunConfigError, RunDirError,
+        ChatError, StoredDeckError, MetricsError, PolicyError, RunConfigError, RunDirError,
         SetupError, TrainerError,
     )  # fmt: skip
     with user_errors(*errors):  # one `error:` line in loop.log, which the launcher quotes

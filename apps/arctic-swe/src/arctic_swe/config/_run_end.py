@@ -16,7 +16,7 @@ from typing import Any
 
 import attrs
 
-from arctic_swe._step_dirs import write_text_atomic
+from arctic_swe._atomic import atomic_write_text
 from arctic_swe.config._errors import RunDirError
 from arctic_swe.config._rundir import RunDir
 
@@ -73,7 +73,9 @@ class RunEnd:
 def write_run_end(run: RunDir, end: RunEnd) -> None:
     """Write ``RUN/finished.json`` atomically."""
     payload = attrs.asdict(end, value_serializer=_serialize)
-    write_text_atomic(run.root / FINISHED_FILE, json.dumps(payload, sort_keys=True) + "\n")
+    atomic_write_text(
+        run.root / FINISHED_FILE, json.dumps(payload, sort_keys=True) + "\n", fsync=True
+    )
 
 
 def read_run_end(run: RunDir) -> RunEnd | None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import attrs
 
-from arctic_swe._step_dirs import write_text_atomic
+from arctic_swe._atomic import atomic_write_text
 from arctic_swe.config._errors import RunDirError
 from arctic_swe.config._rundir import RunDir
 
@@ -108,7 +108,7 @@ def fingerprint_inputs(deck: Path, policy_dir: Path) -> RunInputs:
 def write_run_inputs(run: RunDir, inputs: RunInputs) -> None:
     """Write ``RUN/inputs.json`` atomically."""
     text = json.dumps(attrs.asdict(inputs), sort_keys=True) + "\n"
-    write_text_atomic(run.root / INPUTS_FILE, text)
+    atomic_write_text(run.root / INPUTS_FILE, text, fsync=True)
 
 
 def read_run_inputs(run: RunDir) -> RunInputs | None:

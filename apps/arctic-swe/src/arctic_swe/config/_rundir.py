@@ -17,7 +17,7 @@ from pathlib import Path
 
 import attrs
 
-from arctic_swe._step_dirs import write_text_atomic
+from arctic_swe._atomic import atomic_write_text
 from arctic_swe.config._errors import RunDirError
 from arctic_swe.config._load import load_toml, to_toml
 from arctic_swe.config._schema import RunConfig
@@ -69,7 +69,7 @@ def prepare_run_dir(path: str | os.PathLike[str], config: RunConfig, *, resume: 
         return run
     if run.config.exists():
         raise RunDirError(f"{run.root} already holds a run; pass --resume or pick a new --run-dir")
-    write_text_atomic(run.config, to_toml(config))
+    atomic_write_text(run.config, to_toml(config), fsync=True)
     run.plots.mkdir(exist_ok=True)
     run.checkpoints.mkdir(exist_ok=True)
     return run

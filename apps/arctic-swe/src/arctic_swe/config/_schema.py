@@ -26,7 +26,9 @@ class RunSection:
     """The run as a whole: seed, length, checkpoints and the off-policy cap."""
 
     seed: int = 0
-    updates: int = 36  # optimizer steps of the stress test (end-to-end time: results/stress-test.md)
+    updates: int = (
+        36  # optimizer steps of the stress test (end-to-end time: results/stress-test.md)
+    )
     # Groups older than this many versions are dropped (Arctic-SWE §3.3). Tiny: 1, below the
     # lag 2 the look-ahead produces: a warm-started 36-update run at cap 2 trained lag-2 groups
     # in 4 updates and never reached lag 3, so a cap of 2 never fired (results/stress-test.md, "What the

@@ -4,14 +4,14 @@ imported decks of real tasks (dataset rows checked one by one, :func:`import_dec
 
 from arctic_swe.deck._deck import (
     SPLITS,
-    Deck,
     DeckConfig,
     DeckTask,
+    StoredDeck,
     generate_tasks,
     load_deck,
     write_deck,
 )
-from arctic_swe.deck._errors import DeckConfigError, DeckError, DeckFormatError
+from arctic_swe.deck._errors import DeckConfigError, DeckFormatError, StoredDeckError
 from arctic_swe.deck._functions import FunctionSpec, evaluate, inject_bug, make_function
 from arctic_swe.deck._import import (
     IMPORT_FILE,
@@ -31,16 +31,16 @@ __all__ = [
     "SPLITS",
     "TASKS_FILE",
     "VALIDATIONS",
-    "Deck",
     "DeckConfig",
     "DeckConfigError",
-    "DeckError",
     "DeckFormatError",
     "DeckTask",
     "FunctionSpec",
     "GeneratedTask",
     "ImportOptions",
     "ImportedTask",
+    "StoredDeck",
+    "StoredDeckError",
     "ValidationReport",
     "evaluate",
     "generate_task",

@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from arctic_swe._step_dirs import staged_dir
+from arctic_swe._atomic import atomic_write_text, staged_dir
 from arctic_swe.deck._errors import DeckConfigError, DeckFormatError
 from arctic_swe.deck._repo import GeneratedTask, generate_task
 from swe_sandbox import RepoSource, TaskSpec
@@ -85,7 +85,7 @@ class DeckTask:
 
 
 @dataclass(frozen=True)
-class Deck:
+class StoredDeck:
     """A loaded deck: tasks by split, in generation order."""
 
     root: Path
@@ -153,7 +153,7 @@ def _task_record(task: GeneratedTask, split: str) -> dict[str, Any]:
     }
 
 
-def write_deck(root: str | os.PathLike[str], config: DeckConfig = DeckConfig()) -> Deck:
+def write_deck(root: str | os.PathLike[str], config: DeckConfig = DeckConfig()) -> StoredDeck:
     """Generate the deck for ``config`` and write it under ``root`` (replacing what is there).
 
     Written to a sibling staging directory and renamed into place, so a crash never leaves a
@@ -174,7 +174,7 @@ def write_deck(root: str | os.PathLike[str], config: DeckConfig = DeckConfig()) 
     return load_deck(target)
 
 
-def load_deck(root: str | os.PathLike[str]) -> Deck:
+def load_deck(root: str | os.PathLike[str]) -> StoredDeck:
     """Read a deck written by :func:`write_deck` (tasks rejected by validation excluded).
 
     Raises :class:`DeckFormatError` when the manifest or a task repository is missing or the
@@ -200,7 +200,7 @@ def load_deck(root: str | os.PathLike[str]) -> Deck:
     except (KeyError, TypeError) as exc:
         raise DeckFormatError(f"malformed deck manifest {directory / MANIFEST}: {exc!r}") from exc
     frozen = {split: tuple(tasks) for split, tasks in splits.items()}
-    return Deck(root=directory, config=config, splits=frozen, dropped=dropped)
+    return StoredDeck(root=directory, config=config, splits=frozen, dropped=dropped)
 
 
 def _deck_task(directory: Path, record: Mapping[str, Any]) -> DeckTask:
@@ -234,6 +234,4 @@ def mark_dropped(root: str | os.PathLike[str], instance_ids: set[str]) -> None:
     path = Path(root) / MANIFEST
     manifest = json.loads(path.read_text())
     manifest["dropped"] = sorted(set(manifest.get("dropped", ())) | instance_ids)
-    staging = path.with_suffix(".json.tmp")
-    staging.write_text(json.dumps(manifest, indent=1) + "\n")
-    os.replace(staging, path)
+    atomic_write_text(path, json.dumps(manifest, indent=1) + "\n")

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 
-class DeckError(ValueError):
+class StoredDeckError(ValueError):
     """Base class: a deck could not be generated, written, loaded or validated."""
 
 
-class DeckConfigError(DeckError):
+class DeckConfigError(StoredDeckError):
     """A deck config field is out of range (sizes, seed, module counts)."""
 
 
-class DeckFormatError(DeckError):
+class DeckFormatError(StoredDeckError):
     """A deck directory is missing, incomplete or its manifest is not one this version wrote."""

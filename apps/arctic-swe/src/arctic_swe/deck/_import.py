@@ -28,6 +28,7 @@ from typing import Any
 
 import attrs
 
+from arctic_swe._atomic import atomic_write_text
 from arctic_swe.deck._deck import FORMAT_VERSION, MANIFEST, DeckConfig
 from arctic_swe.deck._errors import DeckFormatError
 from swe_curate import (
@@ -245,9 +246,7 @@ def write_imported_deck(out: Path, results: list[ImportedTask]) -> None:
             {"instance_id": row["instance_id"], "split": "pool", "task": row} for row in rows
         ],
     }
-    staging = out / f".{MANIFEST}.tmp"
-    staging.write_text(json.dumps(manifest, indent=1) + "\n")
-    os.replace(staging, out / MANIFEST)
+    atomic_write_text(out / MANIFEST, json.dumps(manifest, indent=1) + "\n")
 
 
 def _record(result: ImportedTask) -> dict[str, Any]:
@@ -261,9 +260,7 @@ def _record(result: ImportedTask) -> dict[str, Any]:
 
 
 def _write_lines(path: Path, rows: list[dict[str, Any]]) -> None:
-    staging = path.with_name(f".{path.name}.tmp")
-    staging.write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in rows))
-    os.replace(staging, path)
+    atomic_write_text(path, "".join(json.dumps(row, sort_keys=True) + "\n" for row in rows))
 
 
 def load_task_rows(path: str | os.PathLike[str]) -> dict[str, TaskSpec]:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from arctic_swe.deck._deck import Deck, DeckTask, load_deck, mark_dropped
+from arctic_swe.deck._deck import DeckTask, StoredDeck, load_deck, mark_dropped
 from arctic_swe.deck._errors import DeckConfigError
 from swe_curate import (
     AUDIT_STAGE,
@@ -44,7 +44,7 @@ class ValidationReport:
 
 
 def validate_deck(
-    deck: Deck,
+    deck: StoredDeck,
     backend: Backend,
     *,
     splits: Iterable[str] = ("pool", "heldout"),
@@ -53,7 +53,7 @@ def validate_deck(
     limits: Limits | None = None,
     only: Collection[str] | None = None,
     on_task: Callable[[CurationRecord], None] | None = None,
-) -> tuple[Deck, ValidationReport]:
+) -> tuple[StoredDeck, ValidationReport]:
     """Run Pipeline 1 on ``splits`` of ``deck`` (``workers`` sandboxes in parallel).
 
     ``only`` restricts the run to those task ids (a sample). Returns the reloaded deck

@@ -7,7 +7,7 @@ from arctic_swe.distributed._checkpoint import (
     save_sharded,
     trainer_checkpoints,
 )
-from arctic_swe.distributed._client import InProcessTrainer, RemoteTrainer, TrainerHandle
+from arctic_swe.distributed._client import RemoteTrainer
 from arctic_swe.distributed._errors import (
     DistributedTrainerError,
     TrainerCheckpointError,
@@ -23,14 +23,12 @@ from arctic_swe.distributed._wire import WireBatch, decode_batch, encode_batch
 
 __all__ = [
     "DistributedTrainerError",
-    "InProcessTrainer",
     "PolicyScorer",
     "RemoteTrainer",
     "RemoteWeightSender",
     "ShardStats",
     "ShardedTrainer",
     "TrainerCheckpointError",
-    "TrainerHandle",
     "TrainerRequestError",
     "TrainerUnavailableError",
     "WireBatch",

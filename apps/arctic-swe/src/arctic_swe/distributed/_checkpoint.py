@@ -24,14 +24,14 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-from safetensors.torch import save_file
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 from torch.distributed.checkpoint.state_dict_loader import load as dcp_load
 from torch.distributed.checkpoint.state_dict_saver import save as dcp_save
 
-from arctic_swe._step_dirs import prune_steps, publish, read_latest, write_latest
+from arctic_swe._atomic import prune_steps, read_latest, replace_dir, write_latest
 from arctic_swe.distributed._errors import TrainerCheckpointError
 from arctic_swe.distributed._sharded import ShardedTrainer
+from arctic_swe.weights import WEIGHTS_FILE, write_safetensors
 
 _COPIED_SUFFIXES = (".json", ".jinja", ".txt", ".model")  # tokenizer, chat template, configs
 
@@ -61,7 +61,7 @@ def save_sharded(
         write_hf_checkpoint(staging / "model", weights, trainer.config, policy_dir)
         meta = {"step": trainer.steps, "version": version, "world_size": trainer.world_size}
         (staging / "trainer.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
-        publish(staging, root / name)
+        replace_dir(staging, root / name)
         write_latest(root, name)
         prune_steps(root, keep, current=name)
     dist.barrier()
@@ -108,4 +108,4 @@ def write_hf_checkpoint(
         if source.is_file() and source.suffix in _COPIED_SUFFIXES:
             shutil.copy2(source, target / source.name)
     config.save_pretrained(str(target))
-    save_file(weights, str(target / "model.safetensors"), metadata={"format": "pt"})
+    write_safetensors(weights, target / WEIGHTS_FILE)

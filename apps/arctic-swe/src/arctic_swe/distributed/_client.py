@@ -1,112 +1,48 @@
-"""The orchestrator's side of the trainer seam: one protocol, two trainers.
+"""The remote implementation of :class:`arctic_swe.trainer.TrainerHandle`: an async HTTP
+client of the FSDP2 trainer process's rank 0 (Arctic-SWE §3.3, fully asynchronous). The step
+is an awaited request, so the loop's engines keep generating batch k+1 while the remote ranks
+train batch k; rank 0 publishes each version's weights itself and prunes its own.
 
-The RL loop (Arctic-SWE §3.3, fully asynchronous) only ever talks to a :class:`TrainerHandle`:
-
-* :class:`InProcessTrainer` wraps the in-process :class:`arctic_swe.trainer.Trainer` (its step
-  runs on a worker thread, the event loop keeps generating);
-* :class:`RemoteTrainer` is an async HTTP client of the FSDP2 trainer process's rank 0; the
-  step is an awaited request, so the loop's engines keep generating batch k+1 while the remote
-  ranks train batch k.
-
-Both give back :class:`arctic_swe.trainer.StepStats`, publish the new policy as a weights
-directory (the ``reload`` refresh path) and offer the trainer side of the ``nccl`` path
-(:meth:`TrainerHandle.weight_sender`). A remote trainer that does not
-answer within ``timeout_s`` or answers 5xx raises :class:`TrainerUnavailableError` (the run
-stops with that message), a refused batch :class:`TrainerRequestError` — never a hang.
+A remote trainer that does not answer within ``timeout_s`` or answers 5xx raises
+:class:`TrainerUnavailableError` (the run stops with that message), a refused batch
+:class:`TrainerRequestError` — never a hang.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import httpx
+import torch
 
-from arctic_swe.distributed._errors import TrainerRequestError, TrainerUnavailableError
+from arctic_swe.distributed._errors import (
+    TrainerCheckpointError,
+    TrainerRequestError,
+    TrainerUnavailableError,
+)
+from arctic_swe.distributed._loopstate import load_loop_state, save_loop_state
 from arctic_swe.distributed._wire import encode_batch
-from arctic_swe.trainer import StepStats, Trainer, TrainSample
+from arctic_swe.trainer import (
+    LayerTypeKL,
+    LoopState,
+    Restored,
+    ResumeError,
+    StepStats,
+    Tokenizer,
+    TrainSample,
+)
 from arctic_swe.transfer import WeightSender
-
-
-@runtime_checkable
-class TrainerHandle(Protocol):
-    """What the orchestrator needs from a trainer, wherever it runs."""
-
-    @property
-    def steps(self) -> int:
-        """Optimizer steps taken so far."""
-        ...
-
-    @property
-    def world_size(self) -> int:
-        """Data-parallel ranks the trainer trains on (1 in process)."""
-        ...
-
-    async def step(
-        self,
-        samples: Sequence[TrainSample],
-        *,
-        versions: Sequence[Sequence[int]] | None = None,
-        version: int | None = None,
-    ) -> StepStats:
-        """One optimizer step on the global batch ``samples`` (``versions``: per-token policy
-        versions of each sample; ``version``: the policy version this step produces)."""
-        ...
-
-    async def weights_file(self, version: int, directory: Path) -> Path:
-        """The published directory of the current weights (policy ``version``) for an engine
-        refresh; written under ``directory`` if the trainer did not already write one."""
-        ...
-
-    def weight_sender(self) -> WeightSender:
-        """The trainer side of the engines' NCCL refresh path (vLLM 0.33's protocol)."""
-        ...
-
-
-class InProcessTrainer:
-    """:class:`TrainerHandle` over the in-process trainer (the embedded topology)."""
-
-    def __init__(self, trainer: Trainer) -> None:
-        self.trainer = trainer
-
-    @property
-    def steps(self) -> int:
-        return self.trainer.steps
-
-    @property
-    def world_size(self) -> int:
-        return 1
-
-    async def step(
-        self,
-        samples: Sequence[TrainSample],
-        *,
-        versions: Sequence[Sequence[int]] | None = None,
-        version: int | None = None,
-    ) -> StepStats:
-        return await asyncio.to_thread(self.trainer.step, samples)
-
-    async def weights_file(self, version: int, directory: Path) -> Path:
-        from arctic_swe._published import publish
-
-        return await asyncio.to_thread(publish, self.trainer.weights(), directory, version)
-
-    def weight_sender(self) -> WeightSender:
-        """Broadcasts this process's current weights (one group per engine, this process
-        rank 0); the groups close with the process."""
-        from arctic_swe.transfer import LocalWeightSender
-
-        trainer = self.trainer
-        return LocalWeightSender(lambda _version: list(trainer.weights().items()))
+from arctic_swe.weights import WEIGHTS_FILE, WeightsError, read_weights
 
 
 class RemoteTrainer:
-    """:class:`TrainerHandle` over HTTP to ``torchrun -m arctic_swe.distributed``'s rank 0.
+    """:class:`arctic_swe.trainer.TrainerHandle` over HTTP to ``torchrun -m
+    arctic_swe.distributed``'s rank 0.
 
     Use :meth:`connect` (checks ``/health`` and learns the world size, steps and version), then
-    ``step``/``weights_file``/``checkpoint``; :meth:`aclose` at the end."""
+    the handle's methods; :meth:`close` at the end."""
 
     def __init__(self, url: str, *, timeout_s: float = 900.0) -> None:
         self.url = url.rstrip("/")
@@ -118,6 +54,7 @@ class RemoteTrainer:
         self._weights: dict[int, Path] = {}
         self.last_stats: dict[str, Any] = {}
         self.last_digest = ""  # the trainer's digest of the last batch it received
+        self._restored: Path | None = None  # the loop checkpoint a resume started from
 
     @property
     def steps(self) -> int:
@@ -162,17 +99,72 @@ class RemoteTrainer:
             seconds=float(stats["seconds"]),
         )
 
-    async def weights_file(self, version: int, directory: Path) -> Path:
+    async def publish(self, version: int, root: Path) -> Path:
+        """The directory rank 0 published for ``version`` during the step (``root`` unused)."""
         path = self._weights.get(version)
         if path is None:
             raise TrainerRequestError(409, f"the trainer wrote no weights for version {version}")
         return path
 
-    async def checkpoint(self) -> Path:
+    def prune_published(self, root: Path, current: Path) -> None:
+        """Nothing: rank 0 prunes the versions it wrote."""
+
+    async def checkpoint(
+        self, root: Path, state: LoopState, *, keep: int, tokenizer: Tokenizer = None
+    ) -> Path:
+        """The trainer's sharded checkpoint (its own directory, holding the tokenizer of its
+        policy already), then the loop's state under ``root`` pointing at it."""
+        sharded = await self.checkpoint_trainer()
+        return save_loop_state(
+            root,
+            state.deck,
+            step=self.steps,
+            version=state.version,
+            metrics_lines=state.metrics_lines,
+            extras=state.extras,
+            trainer_checkpoint=sharded,
+            keep=keep,
+        )
+
+    async def checkpoint_trainer(self) -> Path:
         """A sharded checkpoint of the trainer now; returns its directory (on the trainer's
         filesystem)."""
         reply = await self._call("POST", "/checkpoint")
         return Path(reply["path"])
+
+    def restore(self, checkpoint: Path) -> Restored:
+        """The loop's state of ``checkpoint`` (the trainer restored its own with --resume)."""
+        restored = load_loop_state(checkpoint)
+        self._restored = checkpoint
+        return restored
+
+    def check_start(self, version: int) -> None:
+        if self.version != version:
+            raise ResumeError(
+                f"the trainer at {self.url} holds policy version {self.version} but the run "
+                f"starts from version {version}: start a fresh trainer for a new run, or the "
+                "trainer with --resume on the run directory for a resumed one"
+            )
+
+    async def layer_audit(self, sample: TrainSample, tokens: int) -> LayerTypeKL | None:
+        """``None``: the model lives in the trainer process."""
+        return None
+
+    def local_model(self) -> None:
+        """``None``: remote runs have HTTP engines only, which never need the model here."""
+        return
+
+    def current_weights(self) -> dict[str, torch.Tensor]:
+        """The resumed checkpoint's consolidated export (servers catching up on a resume)."""
+        export = None if self._restored is None else self._restored / "model" / WEIGHTS_FILE
+        if export is None or not export.is_file():
+            raise TrainerCheckpointError(
+                "the resumed checkpoint has no consolidated weights to load"
+            )
+        try:
+            return read_weights(export)
+        except WeightsError as exc:
+            raise TrainerCheckpointError(f"the resumed checkpoint's weights: {exc}") from exc
 
     async def shutdown(self) -> None:
         await self._call("POST", "/shutdown", timeout=min(self.timeout_s, 30))
@@ -188,7 +180,7 @@ class RemoteTrainer:
         errors as every call."""
         return await self._call("POST", route, json=body)
 
-    async def aclose(self) -> None:
+    async def close(self) -> None:
         await self._client.aclose()
 
     async def _call(

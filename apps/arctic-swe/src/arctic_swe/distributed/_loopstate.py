@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from arctic_swe._step_dirs import prune_steps, staged_dir, write_latest
+from arctic_swe._atomic import prune_steps, staged_dir, write_latest
 from arctic_swe.trainer import (
     Restored,
     ResumeError,

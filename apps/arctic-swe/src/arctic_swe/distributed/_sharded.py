@@ -42,6 +42,7 @@ from arctic_swe.trainer import (
     pad_batch,
     score_tokens,
 )
+from arctic_swe.weights import tied_aliases
 from cispo_loss import default_normalizer
 
 #: The sample a rank with fewer micro-batches than the others runs (all tokens masked, so it
@@ -86,17 +87,6 @@ class ShardStats:
     seconds: float
     skipped: bool  # the optimizer step was skipped (skip_empty_steps, all advantages 0)
     shard_tokens: tuple[int, ...]  # tokens each rank scored (the balance of the split)
-
-
-def tied_aliases(model: nn.Module) -> frozenset[str]:
-    """State-dict names that alias an earlier name's tensor (``lm_head.weight`` when tied)."""
-    seen: set[int] = set()
-    aliases: set[str] = set()
-    for name, tensor in model.state_dict(keep_vars=True).items():
-        if id(tensor) in seen:
-            aliases.add(name)
-        seen.add(id(tensor))
-    return frozenset(aliases)
 
 
 class ShardedTrainer:

@@ -29,7 +29,6 @@ import torch
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from arctic_swe._published import published_dir, weights_file
 from arctic_swe.distributed._service import error
 from arctic_swe.distributed._worker import Worker
 from arctic_swe.transfer import (
@@ -40,6 +39,7 @@ from arctic_swe.transfer import (
     VllmNcclSender,
     VllmUnavailableError,
 )
+from arctic_swe.weights import WeightsError, published_dir, read_weights, run_weights, weights_file
 
 
 def weights_of(worker: Worker, version: int) -> Sequence[tuple[str, torch.Tensor]]:
@@ -48,12 +48,13 @@ def weights_of(worker: Worker, version: int) -> Sequence[tuple[str, torch.Tensor
     latest = worker.latest_weights
     if latest is not None and latest[0] == version:
         return list(latest[1].items())
-    path = weights_file(published_dir(worker.options.run_dir / "weights", version))
-    if not path.is_file():
+    directory = published_dir(run_weights(worker.options.run_dir), version)
+    if not weights_file(directory).is_file():
         raise TransferProtocolError(f"the trainer holds no weights for version {version}")
-    from safetensors.torch import load_file
-
-    return list(load_file(str(path)).items())
+    try:
+        return list(read_weights(directory, version=version).items())
+    except WeightsError as exc:
+        raise TransferProtocolError(f"the weights of version {version}: {exc}") from exc
 
 
 def add_transfer_routes(app: FastAPI, worker: Worker, *, host: str) -> Any:

@@ -21,7 +21,6 @@ import torch
 import torch.distributed as dist
 
 from arctic_swe._process import die_with_parent
-from arctic_swe._published import prune, publish, published_dir
 from arctic_swe.config import RunConfig
 from arctic_swe.distributed._checkpoint import (
     latest_sharded,
@@ -31,6 +30,7 @@ from arctic_swe.distributed._checkpoint import (
 )
 from arctic_swe.distributed._sharded import ShardedTrainer, ShardStats
 from arctic_swe.trainer import TrainSample, load_fp32_policy
+from arctic_swe.weights import prune, publish, published_dir, run_weights
 
 #: Refresh files kept under ``RUN_DIR/weights`` (an engine may still be reading the previous).
 _KEEP_WEIGHT_FILES = 2
@@ -111,7 +111,7 @@ class Worker:
         self.version += 1
         self.history.append(stats.seconds)
         weights = self.trainer.full_weights()
-        root = self.options.run_dir / "weights"
+        root = run_weights(self.options.run_dir)
         path = published_dir(root, self.version)
         if weights is not None:
             if self.options.config.engine.weight_transfer == "nccl":

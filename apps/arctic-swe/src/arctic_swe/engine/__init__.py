@@ -3,12 +3,12 @@ full-vocabulary temperature-1 sampling, and cache-invalidating weight refreshes.
 
 from arctic_swe.engine._config import EngineConfig, FinishReason, Generation
 from arctic_swe.engine._core import CoreCounters, RefreshStats
-from arctic_swe.engine._engine import TorchEngine
+from arctic_swe.engine._engine import RunEngine, TorchEngine
 from arctic_swe.engine._errors import (
     EngineClosedError,
     EngineError,
-    EngineFailedError,
     EngineProtocolError,
+    EngineStepFailedError,
     EngineUnavailableError,
     RefreshError,
     RequestError,
@@ -27,8 +27,8 @@ __all__ = [
     "EngineClosedError",
     "EngineConfig",
     "EngineError",
-    "EngineFailedError",
     "EngineProtocolError",
+    "EngineStepFailedError",
     "EngineUnavailableError",
     "FinishReason",
     "Generation",
@@ -37,6 +37,7 @@ __all__ = [
     "RefreshError",
     "RefreshStats",
     "RequestError",
+    "RunEngine",
     "TorchEngine",
     "batched_forward",
     "derive_seed",

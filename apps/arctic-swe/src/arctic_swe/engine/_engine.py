@@ -20,7 +20,7 @@ import asyncio
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 from torch import nn
@@ -30,13 +30,26 @@ from arctic_swe.engine._core import CoreCounters, EngineCore, Job, RefreshStats
 from arctic_swe.engine._errors import (
     EngineClosedError,
     EngineError,
-    EngineFailedError,
+    EngineStepFailedError,
     RefreshError,
     RequestError,
 )
 from arctic_swe.engine._sampling import derive_seed, make_generator
 from arctic_swe.model import CheckpointError, PolicyError, read_weights, set_compute_dtype
-from load_router import GenerateRequest, GenerateResult
+from load_router import Engine, GenerateRequest, GenerateResult
+
+
+@runtime_checkable
+class RunEngine(Engine, Protocol):
+    """An engine a run drives: a :class:`load_router.Engine` (routed, generating, refreshed)
+    with an explicit end. Every engine kind implements it (:class:`TorchEngine`,
+    :class:`arctic_swe.engine.HttpEngine`); whoever opened an engine awaits :meth:`close`
+    once it is done with it."""
+
+    async def close(self) -> None:
+        """Release the engine (its thread, its connections); later calls fail with
+        :class:`EngineClosedError`. Idempotent; the weights it served are not touched."""
+        ...
 
 
 @dataclass(eq=False)
@@ -50,7 +63,7 @@ class _Command:
 class TorchEngine:
     """Continuous-batching inference engine for a Qwen3.5 hybrid policy (ARCHITECTURE.md §4).
 
-    Implements :class:`load_router.Engine`. ``model`` is used in place (the engine owns its
+    Implements :class:`RunEngine`. ``model`` is used in place (the engine owns its
     weights from now on: a refresh overwrites them); it must be a Qwen3.5 causal LM such as
     :func:`arctic_swe.model.build_policy` returns; the caches live on its device. ``version``
     is the policy version of the initial weights. Drive it from one event loop at a time.
@@ -321,7 +334,7 @@ class TorchEngine:
 
     def _check_open(self) -> None:
         if self._failure is not None:
-            raise EngineFailedError(f"engine {self.engine_id} failed: {self._failure!r}")
+            raise EngineStepFailedError(f"engine {self.engine_id} failed: {self._failure!r}")
         if self._closed:
             raise EngineClosedError(f"engine {self.engine_id} is closed")
 
@@ -362,7 +375,7 @@ class TorchEngine:
                 )
             except Exception as exc:  # a broken step: fail everything, refuse further work
                 self._failure = exc
-                error = EngineFailedError(f"engine {self.engine_id} step failed: {exc!r}")
+                error = EngineStepFailedError(f"engine {self.engine_id} step failed: {exc!r}")
                 for command in commands:
                     _settle(command.future, exc=error)
                 self._fail_all(error)

@@ -21,7 +21,7 @@ class EngineClosedError(EngineError):
     """The engine was closed; it accepts no more work."""
 
 
-class EngineFailedError(EngineError):
+class EngineStepFailedError(EngineError):
     """A step of the engine raised; every request in flight at that moment fails with this
     error and the engine refuses further work (the router marks it down)."""
 

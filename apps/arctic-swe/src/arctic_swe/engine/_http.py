@@ -119,7 +119,7 @@ class HttpEngineConfig:
 
 class HttpEngine:
     """A remote inference engine behind the engine protocol (implements
-    :class:`load_router.Engine`).
+    :class:`arctic_swe.engine.RunEngine`).
 
     ``base_url`` is the server root (``http://127.0.0.1:8000``); ``capacity`` the most
     sequences it keeps resident (the router's cap). Calls are concurrent (one pooled
@@ -376,7 +376,7 @@ class HttpEngine:
         assert isinstance(text, str)
         return parse_prometheus(text)
 
-    async def aclose(self) -> None:
+    async def close(self) -> None:
         """Close the connection pool; later calls raise :class:`EngineClosedError`."""
         self._closed = True
         clients, self._clients, self._lane_load = self._clients, [], []

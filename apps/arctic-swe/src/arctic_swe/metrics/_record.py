@@ -15,6 +15,8 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from arctic_swe._atomic import atomic_write_text
+
 
 class MetricsError(ValueError):
     """A metrics log that cannot be read (corrupt line, missing figure)."""
@@ -147,9 +149,7 @@ class MetricsLog:
     def truncate(self, lines: int) -> None:
         """Keep the first ``lines`` records (what the resumed checkpoint has seen)."""
         kept = list(self.read_raw())[:lines]
-        tmp = self.path.with_suffix(".jsonl.tmp")
-        tmp.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in kept))
-        os.replace(tmp, self.path)
+        atomic_write_text(self.path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in kept))
 
     def amend(self, step: int, changes: Mapping[str, Any]) -> None:
         """Set ``changes`` on the line of update ``step`` (atomic rewrite, same line count, so
@@ -165,9 +165,7 @@ class MetricsLog:
             raise MetricsError(f"{self.path} has no line for update {step}")
         matches[-1].update(changes)
         UpdateMetrics.from_mapping(matches[-1])  # still a valid record (finite figures)
-        tmp = self.path.with_suffix(".jsonl.tmp")
-        tmp.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
-        os.replace(tmp, self.path)
+        atomic_write_text(self.path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
 
     def read_raw(self) -> Iterator[dict[str, Any]]:
         if not self.path.exists():

@@ -7,8 +7,6 @@ as written by ``save_pretrained``; the same code loads any Qwen3.5 text checkpoi
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,13 +14,15 @@ from typing import Any
 
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_file
 from transformers import Qwen3_5ForCausalLM, Qwen3_5TextConfig
 from transformers.utils import logging as hf_logging
 
+from arctic_swe._atomic import staged_dir
 from arctic_swe.model._build import install_numerics
 from arctic_swe.model._errors import CheckpointError
 from arctic_swe.model._layout import text_config_dict
+from arctic_swe.weights import WeightsError, tied_aliases
+from arctic_swe.weights import read_weights as validated_read
 
 
 @contextmanager
@@ -45,21 +45,9 @@ def save_policy(model: Qwen3_5ForCausalLM, path: str | os.PathLike[str]) -> Path
     would read it. An existing directory at ``path`` is replaced.
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
-        with _quiet_progress():  # a checkpoint per update: no tqdm line each time
-            model.save_pretrained(staging, safe_serialization=True)
-        if target.exists():
-            retired = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
-            target.rename(retired / "checkpoint")
-            staging.rename(target)
-            shutil.rmtree(retired, ignore_errors=True)
-        else:
-            staging.rename(target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    with staged_dir(target.parent, target.name) as staging, _quiet_progress():
+        # quiet: a checkpoint per update, no tqdm line each time
+        model.save_pretrained(staging, safe_serialization=True)
     return target
 
 
@@ -157,24 +145,14 @@ def _load_composite(directory: Path, config: Qwen3_5TextConfig) -> Qwen3_5ForCau
 
 
 def read_weights(path: str | os.PathLike[str]) -> dict[str, torch.Tensor]:
-    """All tensors of a checkpoint directory (every ``*.safetensors`` shard) or of a single
-    ``.safetensors`` file, on CPU, keyed by parameter name."""
-    source = Path(path)
-    if source.is_dir():
-        files = sorted(source.glob("*.safetensors"))
-        if not files:
-            raise CheckpointError(f"{source} holds no *.safetensors file")
-    elif source.is_file():
-        files = [source]
-    else:
-        raise CheckpointError(f"weights not found: {source}")
-    weights: dict[str, torch.Tensor] = {}
-    for file in files:
-        try:
-            weights.update(load_file(str(file), device="cpu"))
-        except (OSError, SafetensorError) as exc:
-            raise CheckpointError(f"cannot read {file}: {exc}") from exc
-    return weights
+    """All tensors of a checkpoint directory (every ``*.safetensors`` shard), a published
+    version or a single ``.safetensors`` file, on CPU, keyed by parameter name, read by
+    :func:`arctic_swe.weights.read_weights` (validated); its refusal as a
+    :class:`CheckpointError`."""
+    try:
+        return validated_read(path)
+    except WeightsError as exc:
+        raise CheckpointError(str(exc)) from exc
 
 
 @torch.no_grad()
@@ -191,7 +169,7 @@ def assign_weights(model: torch.nn.Module, weights: Mapping[str, torch.Tensor]) 
     unknown = sorted(set(weights) - persistent)
     if unknown:
         raise CheckpointError(f"weights not in the model: {unknown[:5]}")
-    tied = _tied_aliases(model)
+    tied = tied_aliases(model)
     missing = sorted(persistent - set(weights) - tied)
     if missing:
         raise CheckpointError(f"weights missing for: {missing[:5]}")
@@ -204,17 +182,6 @@ def assign_weights(model: torch.nn.Module, weights: Mapping[str, torch.Tensor]) 
             raise CheckpointError(f"{name}: dtype {tensor.dtype} is not floating point")
     for name, tensor in weights.items():
         targets[name].copy_(tensor)
-
-
-def _tied_aliases(model: torch.nn.Module) -> set[str]:
-    """State-dict names that alias another parameter (omitted by ``save_pretrained``)."""
-    seen: dict[int, str] = {}
-    aliases: set[str] = set()
-    for name, tensor in model.state_dict(keep_vars=True).items():
-        if id(tensor) in seen:
-            aliases.add(name)
-        seen.setdefault(id(tensor), name)
-    return aliases
 
 
 def _checkpoint_dir(path: str | os.PathLike[str]) -> Path:

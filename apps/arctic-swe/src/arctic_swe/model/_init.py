@@ -12,14 +12,13 @@ take it as the policy.
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
 from transformers import GenerationConfig
 
+from arctic_swe._atomic import staged_dir
 from arctic_swe.chat import (
     ENDOFTEXT,
     IM_END,
@@ -81,17 +80,9 @@ def init_checkpoint(
         top_p=1.0,
         top_k=0,
     )
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
+    with staged_dir(target.parent, target.name) as staging:
         with torch.no_grad(), _quiet_progress():
             model.save_pretrained(staging, safe_serialization=True)
         save_tokenizer(tokenizer, staging)
         check_checkpoint(staging)
-        if target.exists():
-            shutil.rmtree(target) if target.is_dir() else target.unlink()
-        staging.rename(target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return target

@@ -6,7 +6,7 @@ the sandbox pool's threads). The trainer takes the first ``groups_per_update`` g
 finish — whichever task they belong to — so slow groups carry over and age; the off-policy cap
 (``PolicyClock.screen``) drops and counts groups older than ``max_off_policy`` versions.
 
-The trainer is a :class:`arctic_swe.distributed.TrainerHandle`: the in-process trainer (its step
+The trainer is a :class:`arctic_swe.trainer.TrainerHandle`: the in-process trainer (its step
 on a worker thread) or the FSDP2 trainer process over HTTP (its step an awaited request); the
 loop cannot tell them apart, and in both the event loop keeps generating during the step.
 
@@ -29,9 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from transformers import PreTrainedTokenizerFast
 
-from arctic_swe._published import prune
 from arctic_swe.config import EndReason, RunConfig, RunDir, RunEnd, write_run_end
-from arctic_swe.distributed import InProcessTrainer, RemoteTrainer, TrainerHandle
 from arctic_swe.engine import derive_seed
 from arctic_swe.harness import HarnessConfig
 from arctic_swe.metrics import MetricsLog, UpdateMetrics, trailing_zero_gradient, zero_gradient
@@ -39,12 +37,13 @@ from arctic_swe.orchestrator._batch import build_samples, tally, token_versions
 from arctic_swe.orchestrator._groups import GroupJob, GroupOutcome, run_group
 from arctic_swe.trainer import (
     LayerTypeKL,
+    LoopState,
     StepStats,
+    TrainerHandle,
     TrainSample,
-    audit_layer_types,
     numerics_figures,
-    save_checkpoint,
 )
+from arctic_swe.weights import run_weights
 from deck_evictor import Deck
 from load_router import EngineState, PolicyClock, Router, UpdateLagStats
 from swe_sandbox import SandboxPool, TaskSpec
@@ -317,9 +316,9 @@ class RLLoop:
         """Write the new weights once and refresh every engine through the router."""
         parts = self.parts
         began = time.monotonic()
-        weights_dir = parts.run.root / "weights"
+        weights_dir = run_weights(parts.run.root)
         # in process: written here; remote: rank 0 already wrote it during the step
-        path = await parts.trainer.weights_file(version, weights_dir)
+        path = await parts.trainer.publish(version, weights_dir)
         self.published = path
         engine = parts.config.engine
         await parts.router.refresh(
@@ -327,24 +326,19 @@ class RLLoop:
             version,
             invalidate_caches=engine.invalidate_caches,
             mode=engine.refresh_mode,
-            # a server that stops answering during the refresh is marked down, never waited on
-            refresh_timeout=engine.timeout_s if engine.kind == "http" else None,
+            refresh_timeout=parts.engines.refresh_timeout if parts.engines else None,
         )
-        if isinstance(parts.trainer, InProcessTrainer):  # the remote trainer prunes its own
-            prune(weights_dir, keep=1, current=path)
+        parts.trainer.prune_published(weights_dir, path)
         return time.monotonic() - began
 
     async def _layer_audit(self, samples: list[TrainSample], step: int) -> LayerTypeKL | None:
         """Mismatch KL by layer type on the batch's first rollout at updates 1, 1 + every, …
         (on a worker thread: the engines keep generating); None when not due or remote."""
-        metrics, trainer = self.parts.config.metrics, self.parts.trainer
+        metrics = self.parts.config.metrics
         every = metrics.kl_by_layer_every
         if not every or (step - 1) % every or not samples:
             return None
-        if not isinstance(trainer, InProcessTrainer):  # the model lives in the trainer process
-            return None
-        model, tokens = trainer.trainer.model, metrics.kl_by_layer_tokens
-        return await asyncio.to_thread(audit_layer_types, model, samples[0], tokens)
+        return await self.parts.trainer.layer_audit(samples[0], metrics.kl_by_layer_tokens)
 
     async def _checkpoint(self, version: int, cursor: int) -> None:
         parts = self.parts
@@ -354,30 +348,9 @@ class RLLoop:
         extras: dict[str, Any] = {"inflight_groups": pending, "launched": parts.launched}
         if parts.pool_eval is not None:
             extras["pool_eval_pending"] = parts.pool_eval.pending()
-        if isinstance(parts.trainer, RemoteTrainer):
-            # The trainer's sharded checkpoint (its own directory), then the loop's state.
-            from arctic_swe.distributed import save_loop_state
-
-            sharded = await parts.trainer.checkpoint()
-            save_loop_state(
-                parts.run.checkpoints,
-                parts.deck,
-                step=parts.trainer.steps,
-                version=version,
-                metrics_lines=cursor,
-                extras=extras,
-                trainer_checkpoint=sharded,
-                keep=parts.config.run.keep_checkpoints,
-            )
-            return
-        assert isinstance(parts.trainer, InProcessTrainer)
-        save_checkpoint(
+        await parts.trainer.checkpoint(
             parts.run.checkpoints,
-            parts.trainer.trainer,
-            parts.deck,
-            version=version,
-            metrics_lines=cursor,
-            extras=extras,
+            LoopState(parts.deck, version, cursor, extras),
             keep=parts.config.run.keep_checkpoints,
             tokenizer=parts.tokenizer,
         )

@@ -29,11 +29,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from arctic_swe._published import weights_file
+from arctic_swe._atomic import atomic_write_text
 from arctic_swe.config import RunConfig, RunDir
 from arctic_swe.evaluate import PolicyEvaluation, evaluate_policy_async
 from arctic_swe.harness import HarnessConfig
 from arctic_swe.metrics import MetricsLog
+from arctic_swe.weights import weights_file
 from swe_sandbox import Backend, TaskSpec
 
 #: Under the run directory: weight links of pending evaluations and every result.
@@ -191,7 +192,5 @@ class PoolEvaluator:
                   "seed": self.seed, **evaluation.to_dict()}  # fmt: skip
         record["path"] = str(job.weights)
         out = self.dir / f"step-{job.step}.json"
-        tmp = out.with_suffix(".tmp")
-        tmp.write_text(json.dumps(record, sort_keys=True, indent=1) + "\n")
-        os.replace(tmp, out)
+        atomic_write_text(out, json.dumps(record, sort_keys=True, indent=1) + "\n")
         job.weights.unlink(missing_ok=True)  # only after the line holds the result

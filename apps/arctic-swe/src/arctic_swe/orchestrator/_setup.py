@@ -6,7 +6,7 @@ checkpoint that does not fit) raises :class:`SetupError` before any rollout star
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,14 +18,8 @@ from torch import nn
 from arctic_swe._backends import sandbox_backend
 from arctic_swe.chat import IM_END, ChatError, load_tokenizer, special_id
 from arctic_swe.config import PROCEDURAL_DECK, RunConfig, RunDir
-from arctic_swe.deck import DeckError, load_deck, load_task_rows
-from arctic_swe.distributed import (
-    DistributedTrainerError,
-    InProcessTrainer,
-    RemoteTrainer,
-    TrainerHandle,
-    load_loop_state,
-)
+from arctic_swe.deck import StoredDeckError, load_deck, load_task_rows
+from arctic_swe.distributed import DistributedTrainerError, RemoteTrainer
 from arctic_swe.evaluate import recipe_harness
 from arctic_swe.harness import episode_format, harness_config
 from arctic_swe.metrics import MetricsLog
@@ -41,11 +35,12 @@ from arctic_swe.orchestrator._engines import torch_engine as _torch_engine
 from arctic_swe.orchestrator._loop import Components
 from arctic_swe.orchestrator._pool_eval import PoolEvaluator
 from arctic_swe.trainer import (
+    InProcessTrainer,
     Restored,
     ResumeError,
     Trainer,
+    TrainerHandle,
     latest_checkpoint,
-    load_checkpoint,
     load_fp32_policy,
 )
 from deck_evictor import Deck, EvictionRules, ReplayPolicy
@@ -134,24 +129,24 @@ async def open_components(
         tokenizer = load_tokenizer(inputs.policy_dir)
         # an unsupported chat template is a one-line error now, not a failed first episode
         episode_format(tokenizer, harness_config(config))
-    except (DeckError, ChatError, OSError) as exc:
+    except (StoredDeckError, ChatError, OSError) as exc:
         raise SetupError(str(exc)) from exc
     torch.manual_seed(config.run.seed)
     fresh_deck = _evictor(config, list(tasks))
     log = MetricsLog(run.metrics)
     latest = latest_checkpoint(run.checkpoints) if resume else None
-    trainer, engine_inputs = await _open_trainer(config, inputs, latest)
+    trainer = await _open_trainer(config, inputs)
     try:
         start = _starting_point(latest, trainer, fresh_deck, log, resume=resume)
         version = start.version
-        _check_remote_version(trainer, version)
+        _check_start(trainer, version)
         stop_id = special_id(tokenizer, IM_END)
         engine_inputs = EngineInputs(
-            engine_inputs.model,
+            trainer.local_model(),
             inputs.policy_dir,
             stop_id,
             version,
-            engine_inputs.weights,
+            trainer.current_weights,
             trainer.weight_sender() if config.engine.weight_transfer == "nccl" else None,
         )
         async with _serving(config, run, engine_inputs, engine_factory, backend) as (
@@ -184,8 +179,7 @@ async def open_components(
                 resume_pool_evals=start.pool_evals,
             )
     finally:
-        if isinstance(trainer, RemoteTrainer):
-            await trainer.aclose()
+        await trainer.close()
 
 
 @dataclass(frozen=True)
@@ -239,60 +233,33 @@ async def _serving(
         raise SetupError(str(exc)) from exc
 
 
-async def _open_trainer(
-    config: RunConfig, inputs: Inputs, latest: Path | None
-) -> tuple[TrainerHandle, EngineInputs]:
-    """The in-process trainer (the policy loaded here) or a client of the remote one.
-
-    The returned :class:`EngineInputs` carries only the model and weights; the caller fills
-    in the stop id and version."""
+async def _open_trainer(config: RunConfig, inputs: Inputs) -> TrainerHandle:
+    """The in-process trainer (the policy loaded here) or a client of the remote one (remote
+    runs have HTTP engines only, validated, which never need the model in this process)."""
     if config.trainer.kind != "remote":
-        trainer = Trainer(_load_policy(config, inputs.policy_dir), config.trainer)
-        return InProcessTrainer(trainer), EngineInputs(
-            trainer.model, inputs.policy_dir, 0, 0, trainer.weights
-        )
+        return InProcessTrainer(Trainer(_load_policy(config, inputs.policy_dir), config.trainer))
     remote = RemoteTrainer(config.trainer.url, timeout_s=config.trainer.timeout_s)
     try:
         await remote.connect()
     except DistributedTrainerError as exc:
-        await remote.aclose()
+        await remote.close()
         raise SetupError(str(exc)) from exc
-    # Remote runs have HTTP engines only (validated), which never need the model in memory;
-    # a resumed run's engines catch up from the checkpoint's consolidated export.
-    export = (latest / "model" / "model.safetensors") if latest is not None else None
-    return remote, EngineInputs(nn.Module(), inputs.policy_dir, 0, 0, _export_reader(export))
-
-
-def _export_reader(path: Path | None) -> Callable[[], dict[str, torch.Tensor]]:
-    """Reads the resumed checkpoint's consolidated weights when an engine must catch up."""
-
-    def read() -> dict[str, torch.Tensor]:
-        if path is None or not path.is_file():
-            raise SetupError("the resumed checkpoint has no consolidated weights to load")
-        from safetensors.torch import load_file
-
-        return load_file(str(path))
-
-    return read
+    return remote
 
 
 def _restore(latest: Path, trainer: TrainerHandle) -> Restored:
     try:
-        if isinstance(trainer, InProcessTrainer):
-            return load_checkpoint(latest, trainer.trainer)
-        return load_loop_state(latest)
+        return trainer.restore(latest)
     except ResumeError as exc:
         raise SetupError(str(exc)) from exc
 
 
-def _check_remote_version(trainer: TrainerHandle, version: int) -> None:
-    """A remote trainer must hold the policy version the loop starts from."""
-    if isinstance(trainer, RemoteTrainer) and trainer.version != version:
-        raise SetupError(
-            f"the trainer at {trainer.url} holds policy version {trainer.version} but the run "
-            f"starts from version {version}: start a fresh trainer for a new run, or the "
-            "trainer with --resume on the run directory for a resumed one"
-        )
+def _check_start(trainer: TrainerHandle, version: int) -> None:
+    """The trainer must hold the policy version the loop starts from."""
+    try:
+        trainer.check_start(version)
+    except ResumeError as exc:
+        raise SetupError(str(exc)) from exc
 
 
 def _pool_evaluator(

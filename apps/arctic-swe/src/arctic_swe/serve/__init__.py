@@ -3,7 +3,7 @@
 ``vllm serve`` command line (Arctic-SWE §3.3).
 
 The command module is imported to build the CLI parser, so this package imports nothing heavy
-up front: the server, protocol and weight-file names load on first use.
+up front: the server and protocol names load on first use.
 """
 
 from __future__ import annotations
@@ -24,13 +24,6 @@ if TYPE_CHECKING:
     )
     from arctic_swe.serve._state import EngineServer
     from arctic_swe.serve._transfer import ProtocolError, WeightRoutes
-    from arctic_swe.serve._weights import (
-        WeightFileError,
-        load_weight_file,
-        save_weight_file,
-        tied_spec,
-        weight_spec,
-    )
 
 _LAZY = {
     "create_app": "_app",
@@ -41,11 +34,6 @@ _LAZY = {
     "EngineServer": "_state",
     "ProtocolError": "_transfer",
     "WeightRoutes": "_transfer",
-    "WeightFileError": "_weights",
-    "load_weight_file": "_weights",
-    "save_weight_file": "_weights",
-    "tied_spec": "_weights",
-    "weight_spec": "_weights",
 }
 
 
@@ -62,16 +50,11 @@ __all__ = [
     "ProtocolError",
     "ServeArgs",
     "VllmServeSpec",
-    "WeightFileError",
     "WeightRoutes",
     "WeightVersionSpan",
     "create_app",
-    "load_weight_file",
-    "save_weight_file",
     "shell_line",
     "spans_from_versions",
-    "tied_spec",
     "vllm_command",
     "vllm_environment",
-    "weight_spec",
 ]

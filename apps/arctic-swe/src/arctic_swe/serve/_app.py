@@ -18,7 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import ValidationError
 
-from arctic_swe.engine import EngineClosedError, EngineFailedError, Generation, RequestError
+from arctic_swe.engine import EngineClosedError, EngineStepFailedError, Generation, RequestError
 from arctic_swe.serve._protocol import (
     CompletionChoice,
     CompletionLogProbs,
@@ -162,7 +162,7 @@ def _install_error_handlers(app: FastAPI, server: EngineServer) -> None:
     app.add_exception_handler(RequestError, reply(400, "BadRequestError"))
     app.add_exception_handler(RequestValidationError, reply(400, "BadRequestError"))
     app.add_exception_handler(PausedError, reply(503, "ServiceUnavailableError"))
-    app.add_exception_handler(EngineFailedError, reply(500, "InternalServerError"))
+    app.add_exception_handler(EngineStepFailedError, reply(500, "InternalServerError"))
     app.add_exception_handler(EngineClosedError, reply(500, "InternalServerError"))
     app.add_exception_handler(TransferFailedError, reply(500, "InternalServerError"))
 

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from arctic_swe.engine import START_LABEL, RefreshError, TorchEngine
-from arctic_swe.serve._weights import WeightFileError, load_weight_file, tied_spec, weight_spec
+from arctic_swe.weights import WeightsError, read_weights, tied_spec, weight_spec
 
 
 class ProtocolError(ValueError):
@@ -89,8 +89,8 @@ class WeightRoutes:
             raise ProtocolError("only checkpoint-format weights (Hugging Face names) are served")
         started = time.perf_counter()
         try:
-            staged = await asyncio.to_thread(load_weight_file, path, self._spec, self._tied)
-        except WeightFileError as exc:
+            staged = await asyncio.to_thread(read_weights, path, spec=self._spec, tied=self._tied)
+        except WeightsError as exc:
             self.refused += 1
             raise ProtocolError(f"reload_weights refused, old weights kept: {exc}") from exc
         await self._swap(staged, invalidate, label=None, started=started)

@@ -1,7 +1,7 @@
 """The trainer: log-prob recompute with the engine's numerics, CISPO + IcePop, AdamW (β2 0.98),
 and atomic, exactly-resumable checkpoints."""
 
-from arctic_swe._step_dirs import LATEST
+from arctic_swe._atomic import LATEST
 from arctic_swe.trainer._audit import (
     AUDIT_TOKENS,
     LayerTypeKL,
@@ -16,6 +16,13 @@ from arctic_swe.trainer._checkpoint import (
     save_checkpoint,
 )
 from arctic_swe.trainer._errors import BatchError, ResumeError, TrainerError
+from arctic_swe.trainer._handle import (
+    InProcessTrainer,
+    LoopState,
+    Tokenizer,
+    TrainerHandle,
+    check_versions,
+)
 from arctic_swe.trainer._numerics import apply_fp32_numerics, build_fp32_policy, load_fp32_policy
 from arctic_swe.trainer._runstate import (
     Restored,
@@ -44,20 +51,25 @@ __all__ = [
     "OMEGA_QUANTILES",
     "TOKEN_MEANS",
     "BatchError",
+    "InProcessTrainer",
     "LayerTypeKL",
+    "LoopState",
     "PaddedBatch",
     "Restored",
     "ResumeError",
     "RunState",
     "StepStats",
+    "Tokenizer",
     "TrainSample",
     "Trainer",
     "TrainerError",
+    "TrainerHandle",
     "apply_fp32_numerics",
     "audit_layer_types",
     "audit_window",
     "autocast_for",
     "build_fp32_policy",
+    "check_versions",
     "latest_checkpoint",
     "load_checkpoint",
     "load_fp32_policy",

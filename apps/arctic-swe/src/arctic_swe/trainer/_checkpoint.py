@@ -25,7 +25,7 @@ from typing import Any
 import torch
 from transformers import PreTrainedTokenizerFast
 
-from arctic_swe._step_dirs import prune_steps, read_latest, staged_dir, write_latest
+from arctic_swe._atomic import prune_steps, read_latest, staged_dir, write_latest
 from arctic_swe.model import CheckpointError, assign_weights, read_weights, save_policy
 from arctic_swe.trainer._errors import ResumeError
 from arctic_swe.trainer._runstate import (

@@ -22,6 +22,7 @@ from torch import nn
 from arctic_swe.config import TrainerSection
 from arctic_swe.trainer._errors import BatchError
 from arctic_swe.trainer._samples import PaddedBatch, TrainSample, pad_batch
+from arctic_swe.weights import owned_weights
 from cispo_loss import (
     LossConfig,
     LossOutput,
@@ -213,14 +214,7 @@ class Trainer:
         ``save_pretrained`` writes them: a served engine's weight set has no alias, and the
         in-process engine accepts either.
         """
-        seen: set[int] = set()
-        weights: dict[str, torch.Tensor] = {}
-        for name, tensor in self.model.state_dict(keep_vars=True).items():
-            if id(tensor) in seen:  # the same parameter under a second name
-                continue
-            seen.add(id(tensor))
-            weights[name] = tensor.detach().to("cpu", copy=True)
-        return weights
+        return owned_weights(self.model)
 
     def state_dict(self) -> dict[str, Any]:
         """Optimizer state and step count (the model is saved as safetensors separately)."""

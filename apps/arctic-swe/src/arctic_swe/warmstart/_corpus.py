@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from arctic_swe.chat import IM_END, observation_text
-from arctic_swe.deck import Deck, DeckTask
+from arctic_swe.deck import DeckTask, StoredDeck
 from arctic_swe.harness import HarnessConfig, prompt_text
 from arctic_swe.warmstart._expert import expert_turns
 
@@ -28,7 +28,7 @@ def task_corpus(task: DeckTask, config: HarnessConfig) -> Iterator[str]:
         yield turn + IM_END + observation_text("")
 
 
-def deck_corpus(deck: Deck | Iterable[DeckTask], config: HarnessConfig) -> Iterator[str]:
+def deck_corpus(deck: StoredDeck | Iterable[DeckTask], config: HarnessConfig) -> Iterator[str]:
     """:func:`task_corpus` of every task of ``deck`` (all splits, generation order)."""
     for task in deck:
         yield from task_corpus(task, config)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 
 import torch
 
+from arctic_swe._atomic import atomic_file
 from arctic_swe.harness import Trajectory
 
 SETTINGS_FILE = "settings.json"
@@ -59,14 +59,8 @@ class StageCheckpoint:
         return done == total or done % self.every == 0
 
     def save(self, state: Mapping[str, Any]) -> None:
-        fd, staging = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.")
-        os.close(fd)
-        try:
+        with atomic_file(self.path) as staging:
             torch.save(dict(state), staging)
-            os.replace(staging, self.path)
-        except BaseException:
-            Path(staging).unlink(missing_ok=True)
-            raise
 
 
 class WarmStartStaging:

@@ -1,4 +1,5 @@
-"""The shared atomic ``step-N`` + ``LATEST`` protocol (checkpoints, loop state, deck)."""
+"""Tests for ``arctic_swe._atomic``: one file replaced whole, and the shared atomic
+``step-N`` + ``LATEST`` protocol (published weights, checkpoints, loop state, deck)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from arctic_swe._step_dirs import (
+from arctic_swe._atomic import (
     LATEST,
+    atomic_file,
+    atomic_write_text,
     prune_steps,
     read_latest,
     staged_dir,
     write_latest,
-    write_text_atomic,
 )
 
 
@@ -67,18 +69,39 @@ def test_prune_never_removes_the_current_directory(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["step-1", "step-6"]
 
 
-def test_write_text_atomic_replaces_the_file_and_leaves_no_staging(tmp_path: Path) -> None:
-    target = tmp_path / "manifest.json"
-    target.write_text("old")
-    write_text_atomic(target, "new\n")
-    assert target.read_text() == "new\n"
-    assert [p.name for p in tmp_path.iterdir()] == ["manifest.json"]
+def test_a_file_is_replaced_whole_or_not_at_all(tmp_path: Path) -> None:
+    target = tmp_path / "state.json"
+    atomic_write_text(target, "one")
+    assert target.read_text() == "one"
+
+    def crash_mid_write() -> None:
+        with atomic_file(target) as staging:
+            staging.write_text("half")
+            raise RuntimeError("crash")
+
+    with pytest.raises(RuntimeError, match="crash"):
+        crash_mid_write()
+    assert target.read_text() == "one"
+    atomic_write_text(target, "two", fsync=True)
+    assert target.read_text() == "two"
+    assert [p.name for p in tmp_path.iterdir()] == ["state.json"]
 
 
-def test_write_text_atomic_keeps_the_old_file_when_the_write_fails(tmp_path: Path) -> None:
+def test_a_directory_replacing_a_file_or_directory_leaves_nothing_aside(tmp_path: Path) -> None:
+    (tmp_path / "step-1").write_text("a file where the directory goes")
+    with staged_dir(tmp_path, "step-1") as staging:
+        (staging / "x").write_text("x")
+    assert (tmp_path / "step-1" / "x").read_text() == "x"
+    with staged_dir(tmp_path, "step-1") as staging:
+        (staging / "y").write_text("y")
+    assert sorted(p.name for p in (tmp_path / "step-1").iterdir()) == ["y"]
+    assert [p.name for p in tmp_path.iterdir()] == ["step-1"]  # the old one removed
+
+
+def test_a_failed_write_keeps_the_old_file_and_leaves_no_staging(tmp_path: Path) -> None:
     target = tmp_path / "manifest.json"
     target.write_text("old")
     with pytest.raises(TypeError):
-        write_text_atomic(target, 42)  # type: ignore[arg-type]
+        atomic_write_text(target, 42, fsync=True)  # type: ignore[arg-type]
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["manifest.json"]
