@@ -263,14 +263,6 @@ class HttpEngine:
             finally:
                 await self._control("POST", "/resume")
 
-    async def set_version(self, version: int) -> None:
-        """Label the served weights ``version`` without loading any
-        (``POST /update_weight_version``): a resumed run's engines, started from the run's
-        newest published weights, say so before their first turn."""
-        if isinstance(version, bool) or not isinstance(version, int) or version < 0:
-            raise RefreshError(f"version must be a non-negative int, got {version!r}")
-        await self._control("POST", "/update_weight_version", json={"new_version": str(version)})
-
     async def _update_by_reload(self, weights_dir: str, version: int) -> None:
         rpc = {
             "method": "reload_weights",
