@@ -1,6 +1,6 @@
 """Weight refresh: no cache computed under the old weights survives an invalidating refresh
 (parked sequences are released, sequences in mid-turn re-prefilled), the stale-cache ablation
-keeps them, bad refreshes change nothing (Arctic-SWE §3.3; ARCHITECTURE.md §5)."""
+keeps them, bad refreshes change nothing (Arctic-SWE §3.3; ARCHITECTURE.md §6)."""
 
 from __future__ import annotations
 

@@ -83,7 +83,7 @@ class EngineConfig:
 
 @dataclass(frozen=True)
 class Generation:
-    """One sampled turn with everything the trainer needs (ARCHITECTURE.md §5).
+    """One sampled turn with everything the trainer needs (ARCHITECTURE.md §6).
 
     ``token_ids``, ``logprobs`` (log π_rollout of each sampled token under the full-vocabulary
     temperature-1 distribution) and ``versions`` (the policy version each token was sampled

@@ -7,7 +7,7 @@ prefill forward and **one batched decode forward for every sequence that is deco
 and return the requests that finished.
 
 A slot that finished a turn is *parked*, not freed: the next turn of the same rollout sends its
-whole history (ARCHITECTURE.md §5), and the engine recognises the parked history as a prefix of the new
+whole history (ARCHITECTURE.md §6), and the engine recognises the parked history as a prefix of the new
 prompt, so only the observation tokens are prefilled. Parked slots are evicted least recently
 used when a new sequence needs room.
 """

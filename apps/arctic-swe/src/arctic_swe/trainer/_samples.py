@@ -1,7 +1,7 @@
 """What the trainer consumes: one rollout as exact token ids with its rollout log-probs.
 
 A harness ``Trajectory`` maps onto :class:`TrainSample` field for field; the trainer never sees
-text, so it can never retokenise (ARCHITECTURE.md §5).
+text, so it can never retokenise (ARCHITECTURE.md §6).
 """
 
 from __future__ import annotations
