@@ -1,4 +1,4 @@
-"""Runs the README's trainer example exactly as written."""
+"""Runs the trainer example of ``docs/trainer.md`` exactly as written."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).parents[2] / "README.md"
-HEADING = "#### Trainer example (runs as written; `tests/trainer/test_readme.py` executes it)"
+README = Path(__file__).parents[2] / "docs" / "trainer.md"
+HEADING = "## Trainer example (runs as written; `tests/trainer/test_readme.py` executes it)"
 
 
 def test_readme_trainer_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
