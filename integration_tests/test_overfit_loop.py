@@ -358,18 +358,18 @@ def test_the_logged_layer_type_kl_is_a_direct_mismatch_audit(
     as it was audited and the first trained rollout's window; ω quantiles are logged too."""
     import copy
 
-    import arctic_swe.orchestrator._loop as loop
+    import arctic_swe.trainer._handle as handle
     from arctic_swe.trainer import audit_window
     from hybrid_numerics import mismatch_audit
 
     seen: list[tuple[object, object, int]] = []
-    audit = loop.audit_layer_types
+    audit = handle.audit_layer_types
 
     def spy(model, sample, tokens):  # type: ignore[no-untyped-def]
         seen.append((copy.deepcopy(model), sample, tokens))
         return audit(model, sample, tokens)
 
-    monkeypatch.setattr(loop, "audit_layer_types", spy)
+    monkeypatch.setattr(handle, "audit_layer_types", spy)  # the in-process handle audits
     config = _config(
         "run.updates=2", "metrics.kl_by_layer_every=1", "metrics.kl_by_layer_tokens=16"
     )
