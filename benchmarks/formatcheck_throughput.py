@@ -139,7 +139,7 @@ def throughput(n_turns: int, repeats: int) -> dict[str, float]:
 
     def strict() -> None:
         for dialect, raw in turns:
-            if not check_turn(raw, tools=TOOLS, dialect=dialect).ok:  # type: ignore[arg-type]
+            if not check_turn(raw, tools=TOOLS, dialect=dialect).ok:
                 raise AssertionError("a realistic turn was rejected")
 
     def lenient() -> None:
@@ -194,7 +194,7 @@ def scaling(size: int, repeats: int) -> dict[str, object]:
     def timed(dialect: str, raw: str) -> float:
         return best_of(
             repeats,
-            lambda: check_turn(raw, tools=TOOLS, dialect=dialect),  # type: ignore[arg-type]
+            lambda: check_turn(raw, tools=TOOLS, dialect=dialect),
             min_total_s,
         )
 

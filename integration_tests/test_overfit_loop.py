@@ -23,14 +23,14 @@ from torch import nn
 from arctic_swe.chat import IM_END, encode, special_id
 from arctic_swe.config import RunConfig, apply_overrides, prepare_run_dir
 from arctic_swe.deck import DeckTask, load_deck
-from arctic_swe.engine import EngineConfig, TorchEngine
+from arctic_swe.engine import EngineConfig, RunEngine, TorchEngine
 from arctic_swe.harness import harness_config, prompt_text
 from arctic_swe.metrics import MetricsLog, UpdateMetrics
 from arctic_swe.orchestrator import Inputs, random_init_inputs, run_training
 from arctic_swe.trainer import latest_checkpoint
 from arctic_swe.warmstart import expert_turns
 from deck_evictor import Deck
-from load_router import Engine, GenerateRequest, GenerateResult
+from load_router import GenerateRequest, GenerateResult
 from swe_sandbox import AsyncSandbox, SandboxPool, TaskSpec
 
 pytestmark = pytest.mark.skipif(
@@ -230,7 +230,7 @@ def test_an_engine_that_raises_has_its_group_re_leased(world: World, tmp_path: P
     config = _config("run.updates=2")
     run = prepare_run_dir(tmp_path / "run", config, resume=False)
 
-    def factory(index: int, model: nn.Module, cfg: EngineConfig, version: int) -> Engine:
+    def factory(index: int, model: nn.Module, cfg: EngineConfig, version: int) -> RunEngine:
         kind = FailingEngine if index == 0 else TorchEngine
         return kind(model, cfg, version=version)
 
@@ -261,7 +261,7 @@ def test_a_stale_group_beyond_the_cap_is_dropped_and_counted(world: World, tmp_p
 
 
 class ExpertEngine:
-    """load-router ``Engine`` that answers with the scripted expert's turns for the task whose
+    """A ``RunEngine`` that answers with the scripted expert's turns for the task whose
     prompt it recognises. A random policy ends every episode at its first (invalid) turn and
     never touches the sandbox; the expert reaches the tools, which is what a sandbox failure
     needs. It speaks the same protocol as the torch engine (tokens in, tokens + log-probs out,
@@ -293,6 +293,9 @@ class ExpertEngine:
         self, weights_ref: str, version: int, *, invalidate_caches: bool = True
     ) -> None:
         self.version = version
+
+    async def close(self) -> None:
+        """Nothing to release (the ``RunEngine`` lifecycle)."""
 
 
 class KillingPool(SandboxPool):
@@ -327,7 +330,7 @@ def test_a_sandbox_killed_mid_rollout_drops_that_rollout(world: World, tmp_path:
 
     tokenizer = load_tokenizer(world.inputs.policy_dir)
 
-    def factory(index: int, model: nn.Module, cfg: EngineConfig, version: int) -> Engine:
+    def factory(index: int, model: nn.Module, cfg: EngineConfig, version: int) -> RunEngine:
         return ExpertEngine(cfg.engine_id, world.pool, tokenizer)
 
     pools: list[KillingPool] = []
@@ -358,18 +361,18 @@ def test_the_logged_layer_type_kl_is_a_direct_mismatch_audit(
     as it was audited and the first trained rollout's window; ω quantiles are logged too."""
     import copy
 
-    import arctic_swe.trainer._handle as handle
-    from arctic_swe.trainer import audit_window
+    from arctic_swe.trainer import audit_layer_types, audit_window
     from hybrid_numerics import mismatch_audit
 
     seen: list[tuple[object, object, int]] = []
-    audit = handle.audit_layer_types
+    audit = audit_layer_types
 
     def spy(model, sample, tokens):  # type: ignore[no-untyped-def]
         seen.append((copy.deepcopy(model), sample, tokens))
         return audit(model, sample, tokens)
 
-    monkeypatch.setattr(handle, "audit_layer_types", spy)  # the in-process handle audits
+    # the in-process trainer handle is what calls the audit
+    monkeypatch.setattr("arctic_swe.trainer._handle.audit_layer_types", spy)
     config = _config(
         "run.updates=2", "metrics.kl_by_layer_every=1", "metrics.kl_by_layer_tokens=16"
     )
