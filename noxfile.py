@@ -71,15 +71,10 @@ def _sync(session: nox.Session, *args: str) -> None:
 _NO_VLLM = ("--no-extra", "vllm")
 
 
-def _extras(package: str) -> dict[str, list[str]]:
-    project = tomllib.loads((MEMBERS[package] / "pyproject.toml").read_text())["project"]
-    found: dict[str, list[str]] = project.get("optional-dependencies", {})
-    return found
-
-
 def _sync_alone(session: nox.Session, package: str) -> None:
     # uv refuses `--no-extra NAME` for a member that does not define NAME: only arctic-swe has it.
-    excluded = _NO_VLLM if "vllm" in _extras(package) else ()
+    defined = _project(package).get("optional-dependencies", {})
+    excluded = _NO_VLLM if isinstance(defined, dict) and "vllm" in defined else ()
     _sync(session, f"--package={package}", "--all-extras", *excluded)
 
 
