@@ -23,6 +23,7 @@ from arctic_swe.trainer import (
     Trainer,
     TrainerHandle,
     TrainSample,
+    VersionConflictError,
     build_fp32_policy,
     latest_checkpoint,
 )
@@ -82,23 +83,26 @@ def test_the_in_process_adapter_steps_off_the_event_loop_and_writes_the_weights(
 
 
 @pytest.mark.parametrize(
-    ("versions", "version", "message"),
+    ("versions", "version", "error", "message"),
     [
-        (None, 2, "this step makes version 1, not 2"),
-        ([(0,) * 12], None, "1 version rows for 2 samples"),
-        ([(0,) * 12, (0,) * 8], 1, "sample 1: 8 token versions for 9 tokens"),
+        (None, 2, VersionConflictError, "this step makes version 1, not 2"),
+        ([(0,) * 12], None, BatchError, "1 version rows for 2 samples"),
+        ([(0,) * 12, (0,) * 8], 1, BatchError, "sample 1: 8 token versions for 9 tokens"),
     ],
 )
 def test_versions_that_do_not_fit_the_batch_are_refused_before_any_training(
     policy: Qwen3_5ForCausalLM,
     versions: list[tuple[int, ...]] | None,
     version: int | None,
+    error: type[BatchError],
     message: str,
 ) -> None:
     trainer = _handle(policy)
     before = {k: v.clone() for k, v in trainer.current_weights().items()}
-    with pytest.raises(BatchError, match=message):
+    with pytest.raises(error, match=message) as raised:
         asyncio.run(trainer.step(BATCH, versions=versions, version=version))
+    # a wrong version is the conflict the remote /step answers with 409, a ragged row a 400
+    assert isinstance(raised.value, VersionConflictError) == (error is VersionConflictError)
     assert trainer.steps == 0
     after = trainer.current_weights()
     assert all(after[k].equal(v) for k, v in before.items())
@@ -123,7 +127,7 @@ def test_each_step_makes_the_next_version_and_a_restore_continues_from_the_check
     assert (restored.version, restored.extras["x"], again.steps) == (2, 1, 2)
     assert all(again.current_weights()[k].equal(v) for k, v in trainer.current_weights().items())
     again.check_start(2)  # in process: the restored policy is the start, nothing to refuse
-    with pytest.raises(BatchError, match="this step makes version 3, not 2"):
+    with pytest.raises(VersionConflictError, match="this step makes version 3, not 2"):
         asyncio.run(again.step(BATCH, version=2))
 
 

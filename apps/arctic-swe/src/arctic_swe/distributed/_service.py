@@ -32,7 +32,7 @@ from fastapi.responses import JSONResponse
 
 from arctic_swe.distributed._wire import batch_digest, decode_batch
 from arctic_swe.distributed._worker import Worker
-from arctic_swe.trainer import BatchError
+from arctic_swe.trainer import BatchError, VersionConflictError, check_versions
 
 #: How long rank 0 waits for the other ranks to take the final ``exit`` command.
 _RELEASE_TIMEOUT_S = 10.0
@@ -106,9 +106,12 @@ def create_app(worker: Worker, *, host: str = "127.0.0.1") -> tuple[FastAPI, _St
             return error(400, f"the body is not JSON: {exc}", "BadRequestError")
         except BatchError as exc:
             return error(400, str(exc), "BadRequestError")
-        if batch.version is not None and batch.version != worker.version + 1:
-            message = f"this step makes version {worker.version + 1}, not {batch.version}"
-            return error(409, message, "ConflictError")
+        try:
+            check_versions(batch.samples, batch.versions, batch.version, worker.version)
+        except VersionConflictError as exc:
+            return error(409, str(exc), "ConflictError")
+        except BatchError as exc:
+            return error(400, str(exc), "BadRequestError")
         result = await on_ranks(worker.run_step, batch.samples)
         stats = asdict(result.stats)
         stats["shard_tokens"] = list(result.stats.shard_tokens)

@@ -15,7 +15,7 @@ from arctic_swe.trainer._checkpoint import (
     policy_dir,
     save_checkpoint,
 )
-from arctic_swe.trainer._errors import BatchError, ResumeError, TrainerError
+from arctic_swe.trainer._errors import BatchError, ResumeError, TrainerError, VersionConflictError
 from arctic_swe.trainer._handle import (
     InProcessTrainer,
     LoopState,
@@ -64,6 +64,7 @@ __all__ = [
     "Trainer",
     "TrainerError",
     "TrainerHandle",
+    "VersionConflictError",
     "apply_fp32_numerics",
     "audit_layer_types",
     "audit_window",

@@ -29,7 +29,7 @@ from transformers import PreTrainedTokenizerFast
 
 from arctic_swe.trainer._audit import LayerTypeKL, audit_layer_types
 from arctic_swe.trainer._checkpoint import load_checkpoint, save_checkpoint
-from arctic_swe.trainer._errors import BatchError
+from arctic_swe.trainer._errors import BatchError, VersionConflictError
 from arctic_swe.trainer._runstate import Restored
 from arctic_swe.trainer._samples import TrainSample
 from arctic_swe.trainer._trainer import StepStats, Trainer
@@ -215,10 +215,11 @@ def check_versions(
     version: int | None,
     current: int,
 ) -> None:
-    """:class:`BatchError` unless ``versions`` has one row per sample and one entry per token,
-    and ``version`` (when given) is the next one, ``current + 1``."""
+    """:class:`BatchError` unless ``versions`` has one row per sample and one entry per token;
+    :class:`VersionConflictError` unless ``version`` (when given) is the next one,
+    ``current + 1``. The in-process handle and the remote ``/step`` both check with this."""
     if version is not None and version != current + 1:
-        raise BatchError(f"this step makes version {current + 1}, not {version}")
+        raise VersionConflictError(f"this step makes version {current + 1}, not {version}")
     if versions is None:
         return
     if len(versions) != len(samples):
