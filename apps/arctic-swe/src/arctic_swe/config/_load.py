@@ -179,6 +179,7 @@ def validate(config: RunConfig) -> None:
         run.stop_after_zero_gradient >= 0, "run.stop_after_zero_gradient", "must be >= 0 (0 = off)"
     )
     require(run.pool_eval_samples >= 1, "run.pool_eval_samples", "must be >= 1")
+    require(run.heldout_eval_samples >= 0, "run.heldout_eval_samples", "must be >= 0 (0 = off)")
     require(run.pool_eval_workers >= 1, "run.pool_eval_workers", "must be >= 1")
     require(deck.pool_size >= 1, "deck.pool_size", "must be >= 1")
     require(deck.groups_per_update >= 1, "deck.groups_per_update", "must be >= 1")

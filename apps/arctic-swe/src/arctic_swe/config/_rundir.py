@@ -4,6 +4,7 @@ Layout::
 
     RUN/config.toml          the resolved configuration (what ``--resume`` reads back)
     RUN/metrics.jsonl        one JSON object per update
+    RUN/evaluations.jsonl    every pool and held-out evaluation, rollout by rollout
     RUN/plots/*.png          curves (matplotlib, Agg)
     RUN/checkpoints/step-N/  atomic checkpoints (see arctic_swe.trainer)
     RUN/finished.json        how the loop stopped, once it has (see ``_run_end``)
@@ -38,6 +39,10 @@ class RunDir:
     @property
     def metrics(self) -> Path:
         return self.root / "metrics.jsonl"
+
+    @property
+    def evaluations(self) -> Path:
+        return self.root / "evaluations.jsonl"
 
     @property
     def plots(self) -> Path:

@@ -48,6 +48,10 @@ class RunSection:
     pool_eval_every: int = 9  # measured cost: results/loop-costs.md
     pool_eval_samples: int = 2
     pool_eval_workers: int = 4
+    # The deck's held-out split (tasks never trained on), sampled this many times per task at
+    # every pool evaluation from streams of its own (0 = off; decks without one skip it), so
+    # memorising the pool and learning the skill are told apart (RUN/evaluations.jsonl).
+    heldout_eval_samples: int = 1
     # Stop once this many updates in a row had no gradient at all (0 = never). The recipe
     # never reactivates a retired task, so a run whose remaining tasks all score zero trains
     # on zero-advantage groups for good (a bf16-state long run: 91 in a row, then SIGTERM);

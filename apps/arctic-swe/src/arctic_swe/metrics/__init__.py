@@ -6,6 +6,14 @@ from arctic_swe.metrics._comparison import (
     comparison_row,
     comparison_table,
 )
+from arctic_swe.metrics._evaluations import (
+    EVALUATIONS,
+    HELDOUT_SPLIT,
+    POOL_SPLIT,
+    EvalRecord,
+    EvaluationLog,
+    of_split,
+)
 from arctic_swe.metrics._health import (
     EndingWindow,
     RunHealth,
@@ -44,6 +52,12 @@ from arctic_swe.metrics._summary import (
 )
 
 __all__ = [
+    "EVALUATIONS",
+    "HELDOUT_SPLIT",
+    "POOL_SPLIT",
+    "EvalRecord",
+    "EvaluationLog",
+    "of_split",
     "PANELS",
     "ComparisonRow",
     "EndingWindow",
