@@ -119,7 +119,13 @@ def _run_variants(plan: AblationPlan, inputs: Inputs, note: Console, where: list
 
 def _report(plan: AblationPlan) -> None:
     """The comparison of every variant: one table (printed and OUT/comparison.md), the plots."""
-    from arctic_swe.cli._compare import health_rows, inputs_line, read_runs, write_comparison
+    from arctic_swe.cli._compare import (
+        health_rows,
+        inputs_line,
+        read_evaluations,
+        read_runs,
+        write_comparison,
+    )
     from arctic_swe.metrics import (
         comparison_markdown,
         comparison_table,
@@ -130,8 +136,9 @@ def _report(plan: AblationPlan) -> None:
         seeds_table,
     )
 
-    runs = read_runs([plan.run_dir(v).root for v in plan.configs], list(plan.configs))
-    rows, plots = write_comparison(runs, plan.out)
+    dirs = [plan.run_dir(v).root for v in plan.configs]
+    runs = read_runs(dirs, list(plan.configs))
+    rows, plots = write_comparison(runs, plan.out, read_evaluations(dirs, list(plan.configs)))
     health = health_rows(runs)
     out = console()
     out.print(comparison_table(rows, title=f"arctic-swe ablate: {plan.out}"))

@@ -19,7 +19,7 @@ from arctic_swe.cli._output import console
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from arctic_swe.metrics import ComparisonRow, RunHealth, UpdateMetrics
+    from arctic_swe.metrics import ComparisonRow, EvalRecord, RunHealth, UpdateMetrics
 
 
 def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
@@ -74,13 +74,31 @@ def read_runs(runs: Sequence[Path], labels: Sequence[str] = ()) -> dict[str, lis
     return found
 
 
+def read_evaluations(
+    runs: Sequence[Path], labels: Sequence[str] = ()
+) -> dict[str, list[EvalRecord]]:
+    """label -> the run's evaluations (``RUN/evaluations.jsonl``; empty for a run that predates
+    it). Raises :class:`CommandError` for a corrupt file."""
+    from arctic_swe.metrics import EVALUATIONS, EvaluationLog, MetricsError, run_labels
+
+    with user_errors(MetricsError):
+        return {
+            label: EvaluationLog(Path(run) / EVALUATIONS).read()
+            for label, run in zip(run_labels(runs, labels), runs, strict=True)
+        }
+
+
 def write_comparison(
-    runs: Mapping[str, list[UpdateMetrics]], out: Path
+    runs: Mapping[str, list[UpdateMetrics]],
+    out: Path,
+    evaluations: Mapping[str, Sequence[EvalRecord]] | None = None,
 ) -> tuple[list[ComparisonRow], list[Path]]:
-    """One comparison row per run, and the overlay PNGs written into ``out``."""
+    """One comparison row per run (with its evaluations, when given), and the overlay PNGs
+    written into ``out``."""
     from arctic_swe.metrics import comparison_row, plot_compare
 
-    rows = [comparison_row(label, records) for label, records in runs.items()]
+    evals = evaluations or {}
+    rows = [comparison_row(label, records, evals.get(label, ())) for label, records in runs.items()]
     return rows, plot_compare(dict(runs), out)
 
 
@@ -102,8 +120,9 @@ def run(args: argparse.Namespace) -> int:
     )
 
     runs = read_runs([Path(name) for name in args.runs], args.labels)
+    evaluations = read_evaluations([Path(name) for name in args.runs], args.labels)
     out = console()
-    rows, plots = write_comparison(runs, Path(args.out))
+    rows, plots = write_comparison(runs, Path(args.out), evaluations)
     for row, name in zip(rows, args.runs, strict=True):
         out.print(summary_table(row.summary, title=row.label))
         _print_early_end(out, Path(name))

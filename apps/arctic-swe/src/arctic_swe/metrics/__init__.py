@@ -8,10 +8,13 @@ from arctic_swe.metrics._comparison import (
 )
 from arctic_swe.metrics._evaluations import (
     EVALUATIONS,
+    FINAL_WINDOW,
     HELDOUT_SPLIT,
     POOL_SPLIT,
+    REFERENCE_WINDOW,
     EvalRecord,
     EvaluationLog,
+    in_window,
     of_split,
 )
 from arctic_swe.metrics._health import (
@@ -53,14 +56,15 @@ from arctic_swe.metrics._summary import (
 
 __all__ = [
     "EVALUATIONS",
+    "FINAL_WINDOW",
     "HELDOUT_SPLIT",
-    "POOL_SPLIT",
-    "EvalRecord",
-    "EvaluationLog",
-    "of_split",
     "PANELS",
+    "POOL_SPLIT",
+    "REFERENCE_WINDOW",
     "ComparisonRow",
     "EndingWindow",
+    "EvalRecord",
+    "EvaluationLog",
     "LiveDisplay",
     "MetricsError",
     "MetricsLog",
@@ -79,7 +83,9 @@ __all__ = [
     "ending_windows",
     "health_markdown",
     "health_table",
+    "in_window",
     "longest_streak",
+    "of_split",
     "plot_compare",
     "plot_numerics",
     "plot_run",

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from rich.table import Table
 
+from arctic_swe.metrics._evaluations import EvalRecord
 from arctic_swe.metrics._record import UpdateMetrics
 from arctic_swe.metrics._summary import RunSummary, summarize
 
@@ -29,14 +30,21 @@ class ComparisonRow:
     label: str
     summary: RunSummary
     masked_frac: float  # mean IcePop-masked (or clipped) fraction of trained tokens
+    # every evaluation of the run (RUN/evaluations.jsonl; empty for a run that predates it)
+    evaluations: tuple[EvalRecord, ...] = ()
+    records: tuple[UpdateMetrics, ...] = ()
 
 
-def comparison_row(label: str, records: Sequence[UpdateMetrics]) -> ComparisonRow:
+def comparison_row(
+    label: str, records: Sequence[UpdateMetrics], evaluations: Sequence[EvalRecord] = ()
+) -> ComparisonRow:
     """The row of one non-empty run."""
     return ComparisonRow(
         label=label,
         summary=summarize(records),
         masked_frac=sum(r.masked_frac for r in records) / len(records),
+        evaluations=tuple(evaluations),
+        records=tuple(records),
     )
 
 

@@ -33,6 +33,9 @@ EVALUATIONS = "evaluations.jsonl"
 #: The splits a run evaluates: the training pool and the deck's held-out split.
 POOL_SPLIT = "pool"
 HELDOUT_SPLIT = "heldout"
+#: Default windows, as fractions of the run's updates: ``(start, end]``.
+REFERENCE_WINDOW = (1 / 3, 2 / 3)
+FINAL_WINDOW = (2 / 3, 1.0)
 
 
 @dataclass(frozen=True)
@@ -165,3 +168,14 @@ class EvaluationLog:
 def of_split(records: Sequence[EvalRecord], split: str) -> list[EvalRecord]:
     """The records of ``split`` in step order."""
     return sorted((r for r in records if r.split == split), key=lambda r: r.step)
+
+
+def in_window(
+    records: Sequence[EvalRecord], updates: int, window: tuple[float, float]
+) -> list[EvalRecord]:
+    """The records whose step lies in ``(start * updates, end * updates]``, in step order
+    (``window = (start, end)``, fractions of a run of ``updates`` updates)."""
+    start, end = window
+    return sorted(
+        (r for r in records if start * updates < r.step <= end * updates), key=lambda r: r.step
+    )
