@@ -1,4 +1,4 @@
-"""Shared inputs of the real-loop tests: a three-task procedural deck and two random-init tiny
+"""Shared inputs of the real-loop tests: a three-task procedural deck (and two held-out tasks) and two random-init tiny
 policies (different weights) with a tokenizer trained on the deck."""
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> Inputs:
     """``Inputs(deck, policy-0)``; ``policy-1`` sits beside ``policy-0`` (version pinning)."""
     root = tmp_path_factory.mktemp("pool")
     deck = write_deck(
-        root / "deck", DeckConfig(seed=3, pool_size=3, heldout_size=0, warmstart_size=0)
+        root / "deck", DeckConfig(seed=3, pool_size=3, heldout_size=2, warmstart_size=0)
     )
     tokenizer = train_tokenizer(deck_corpus(deck, TINY_HARNESS), 512)
     for seed in (0, 1):

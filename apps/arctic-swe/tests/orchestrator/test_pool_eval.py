@@ -21,7 +21,7 @@ from arctic_swe._cli import main
 from arctic_swe.config import RunConfig, apply_overrides, prepare_run_dir
 from arctic_swe.deck import load_deck
 from arctic_swe.evaluate import evaluate_policy, recipe_harness
-from arctic_swe.metrics import MetricsLog, UpdateMetrics
+from arctic_swe.metrics import EvaluationLog, MetricsLog, UpdateMetrics, of_split
 from arctic_swe.orchestrator import Inputs, run_training
 from arctic_swe.orchestrator._pool_eval import PoolEvalJob, PoolEvaluator
 from arctic_swe.trainer import latest_checkpoint
@@ -55,7 +55,7 @@ def _independent(inputs: Inputs, config: RunConfig, policy: Path) -> tuple[float
     tasks = [t.spec for t in load_deck(inputs.deck_dir).split("pool")[: config.deck.pool_size]]
     result = evaluate_policy(
         policy, tasks, samples=config.run.pool_eval_samples, seed=config.run.seed,
-        workers=config.run.pool_eval_workers, harness=recipe_harness(config),
+        workers=config.run.pool_eval_workers, harness=recipe_harness(config), stream="pool",
     )  # fmt: skip
     return result.rate, result.digest
 
@@ -82,13 +82,51 @@ def test_pool_success_equals_an_independent_evaluation(inputs: Inputs, tmp_path:
     out = tmp_path / "eval.jsonl"
     argv = ["evaluate", str(run.root), "--deck", str(inputs.deck_dir), "--seed", "7",
             "--samples", "2", "--workers", "2", "--threads", "1", "--out", str(out)]  # fmt: skip
-    assert main(argv) == 0
+    assert main([*argv, "--stream", "pool"]) == 0
     (line,) = [json.loads(text) for text in out.read_text().splitlines()]
     assert (line["rollouts"], line["rate"]) == (6, measured[-1].pool_success)
     assert line["digest"] == final["digest"]  # the very same rollouts, token for token
     assert line["per_task"] == final["per_task"]
+    assert main(argv) == 0  # the default: the check streams, disjoint from the run's
+    (check,) = [json.loads(text) for text in out.read_text().splitlines()]
+    assert check["stream"] == "check"
+    assert check["digest"] != final["digest"]
     assert result.summary is not None
     assert result.summary.pool is not None
+
+
+def test_every_evaluation_is_kept_rollout_by_rollout(inputs: Inputs, tmp_path: Path) -> None:
+    """evaluations.jsonl holds the warm start (update 0) and every evaluated update, for the
+    pool and the held-out split, each equal to an independent evaluation of those weights on
+    its own streams."""
+    config = _config()
+    run = prepare_run_dir(tmp_path / "run", config, resume=False)
+    run_training(config, run, inputs)
+    records = EvaluationLog(run.evaluations).read()
+    assert [(r.split, r.step, r.version) for r in records] == [
+        ("heldout", 0, 0), ("heldout", 1, 1), ("heldout", 2, 2),
+        ("pool", 0, 0), ("pool", 1, 1), ("pool", 2, 2),
+    ]  # fmt: skip
+    assert all(r.seed == 7 for r in records)
+    assert {r.split: r.stream for r in records} == {"pool": "pool", "heldout": "heldout"}
+    pool = {r.step: r for r in of_split(records, "pool")}
+    heldout = {r.step: r for r in of_split(records, "heldout")}
+    assert {r.rollouts for r in pool.values()} == {6}
+    assert {r.rollouts for r in heldout.values()} == {2}  # run.heldout_eval_samples = 1
+    lines = {r.step: r for r in _evaluated(run.metrics)}
+    assert [pool[s].rate for s in (1, 2)] == [lines[s].pool_success for s in (1, 2)]
+    deck = load_deck(inputs.deck_dir)
+    warm = evaluate_policy(
+        inputs.policy_dir, [t.spec for t in deck.split("pool")[:3]], samples=2, seed=7,
+        workers=config.run.pool_eval_workers, harness=recipe_harness(config), stream="pool",
+    )  # fmt: skip
+    assert (warm.outcomes, warm.digest) == (dict(pool[0].outcomes), pool[0].digest)
+    held = evaluate_policy(
+        inputs.policy_dir, [t.spec for t in deck.split("heldout")], split="heldout", samples=1,
+        seed=7, workers=config.run.pool_eval_workers, harness=recipe_harness(config),
+        stream="heldout",
+    )  # fmt: skip
+    assert held.digest == heldout[0].digest
 
 
 def test_the_evaluator_pins_the_version_it_was_given(inputs: Inputs, tmp_path: Path) -> None:
@@ -147,6 +185,10 @@ def test_a_pending_evaluation_is_redone_after_a_crash(inputs: Inputs, tmp_path: 
     assert [r.pool_success for r in measured] == [
         r.pool_success for r in _evaluated(straight.metrics)
     ]
+    resumed, whole = (EvaluationLog(r.evaluations).read() for r in (run, straight))
+    assert [(r.split, r.step, r.digest) for r in resumed] == [
+        (r.split, r.step, r.digest) for r in whole
+    ]  # the warm start's evaluation once, no evaluation of a voided update
 
 
 _INTS = ("lag_max", "stale_dropped", "dropped_rollouts", "requeued_groups", "groups",

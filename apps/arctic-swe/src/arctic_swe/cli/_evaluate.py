@@ -9,6 +9,7 @@ from pathlib import Path
 from arctic_swe._argtypes import Subparsers, non_negative_int, positive_int
 from arctic_swe._backends import sandbox_backend
 from arctic_swe._execute import CommandError, runtime_errors, user_errors
+from arctic_swe._streams import CHECK_STREAM, STREAMS
 from arctic_swe.cli._checks import load_deck_first, require_directories
 from arctic_swe.cli._defaults import DEFAULT_DECK, SPLITS, add_rollout_options
 from arctic_swe.cli._output import check_writable, console, print_json_line, solved_counter
@@ -43,8 +44,18 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
         type=non_negative_int,
         default=0,
         help="sampling seed, the same for every policy: turn t of sample s of the k-th task "
-        "samples from a stream derived from (seed, k, s, t), so the same weights give the same "
-        "rollouts (default: %(default)s)",
+        "samples from a stream derived from (seed, --stream, k, s, t), so the same weights give "
+        "the same rollouts (default: %(default)s)",
+    )
+    ev.add_argument(
+        "--stream",
+        choices=STREAMS,
+        default=CHECK_STREAM,
+        help="named sampling streams: 'check' (the default) is disjoint from the streams a "
+        "run's own evaluations drew, so checking a run's final weights is an independent "
+        "measurement; 'pool' (with the run's seed, --split pool) and 'heldout' (--split "
+        "heldout) redraw the run's in-run pool and held-out evaluations exactly "
+        "(default: %(default)s)",
     )
     add_rollout_options(ev)
     ev.add_argument(
@@ -106,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
                         split=args.split,
                         samples=args.samples,
                         seed=args.seed,
+                        stream=args.stream,
                         workers=args.workers,
                         backend=backend,
                         on_done=solved_counter(progress, bar),

@@ -220,17 +220,18 @@ def _train(args: argparse.Namespace, run_dir: RunDir, config: RunConfig) -> int:
     for path in result.plots:
         note.print(f"plot: {path}")
     note.print(f"run directory: {run_dir.root}")
-    # The curves are training-side figures; the policy itself is checked by sampling it. With
-    # the run's seed, samples and workers, the second row reproduces the final pool_success.
+    # The curves are training-side figures; the policy itself is checked by sampling it: on
+    # the check streams (disjoint from the run's own, so an independent measurement), and with
+    # the run's seed, samples, workers and pool streams, which reproduces the final evaluation.
     run = config.run
-    same = (
-        f" --seed {run.seed} --samples {run.pool_eval_samples} --workers {run.pool_eval_workers}"
-        f" --threads {args.threads}"
-    )
-    note.print(
-        f"check the policy: arctic-swe evaluate {inputs.policy_dir} {run_dir.root} "
-        f"--deck {inputs.deck_dir}" + (same if run.pool_eval_every > 0 else "")
-    )
+    command = f"arctic-swe evaluate {inputs.policy_dir} {run_dir.root} --deck {inputs.deck_dir}"
+    note.print(f"check the policy (independent streams): {command}")
+    if run.pool_eval_every > 0:
+        note.print(
+            f"reproduce the run's final evaluation: {command} --seed {run.seed} --stream pool"
+            f" --samples {run.pool_eval_samples} --workers {run.pool_eval_workers}"
+            f" --threads {args.threads}"
+        )
     return 0
 
 

@@ -14,10 +14,23 @@ from arctic_swe.evaluate._evaluate import (
     sample_rollouts,
     tally_evaluation,
 )
-from arctic_swe.evaluate._seeds import SeededSampler, rollout_seed, rollout_seeds
+from arctic_swe.evaluate._seeds import (
+    CHECK_STREAM,
+    HELDOUT_STREAM,
+    POOL_STREAM,
+    STREAMS,
+    SeededSampler,
+    rollout_seed,
+    rollout_seeds,
+    stream_seed,
+)
 from arctic_swe.evaluate._table import evaluation_table
 
 __all__ = [
+    "CHECK_STREAM",
+    "HELDOUT_STREAM",
+    "POOL_STREAM",
+    "STREAMS",
     "PolicyEvaluation",
     "SeededSampler",
     "evaluate_policy",
@@ -31,6 +44,7 @@ __all__ = [
     "run_harness",
     "run_pool_size",
     "sample_rollouts",
+    "stream_seed",
     "tally_evaluation",
     "wilson_interval",
 ]

@@ -28,7 +28,7 @@ from transformers import PreTrainedTokenizerFast
 from arctic_swe._wilson import wilson_interval
 from arctic_swe.chat import IM_END, load_tokenizer, special_id
 from arctic_swe.engine import EngineConfig, TorchEngine
-from arctic_swe.evaluate._seeds import SeededSampler, rollout_seeds
+from arctic_swe.evaluate._seeds import CHECK_STREAM, SeededSampler, rollout_seeds, stream_seed
 from arctic_swe.harness import (
     TINY_HARNESS,
     EngineSampler,
@@ -61,6 +61,9 @@ class PolicyEvaluation:
     # blake2b of every rollout's task, ending, reward and token ids, in job order: two
     # evaluations with equal digests sampled exactly the same rollouts
     digest: str = ""
+    # task id -> "1"/"0" per sample in sample order (solved or not): what pairs evaluations
+    outcomes: dict[str, str] = field(default_factory=dict, repr=False)
+    stream: str = CHECK_STREAM  # the named sampling streams (arctic_swe.evaluate.STREAMS)
 
     @property
     def rate(self) -> float:
@@ -87,14 +90,22 @@ class PolicyEvaluation:
             "ci95": [low, high],
             "terminations": dict(self.terminations),
             "per_task": dict(self.per_task),
+            "outcomes": dict(self.outcomes),
+            "stream": self.stream,
             "digest": self.digest,
         }
 
 
 def tally_evaluation(
-    label: str, path: Path, split: str, samples: int, trajectories: Sequence[Trajectory]
+    label: str,
+    path: Path,
+    split: str,
+    samples: int,
+    trajectories: Sequence[Trajectory],
+    stream: str = CHECK_STREAM,
 ) -> PolicyEvaluation:
-    """Fold finished rollouts into a :class:`PolicyEvaluation`."""
+    """Fold finished rollouts (in job order: each task's samples in sample order) into a
+    :class:`PolicyEvaluation`."""
     by_task: dict[str, list[bool]] = {}
     for trajectory in trajectories:
         by_task.setdefault(trajectory.task_id, []).append(trajectory.solved)
@@ -109,6 +120,8 @@ def tally_evaluation(
         terminations=dict(Counter(t.termination for t in trajectories)),
         per_task={task: sum(wins) / len(wins) for task, wins in by_task.items()},
         digest=rollouts_digest(trajectories),
+        outcomes={task: "".join("1" if w else "0" for w in wins) for task, wins in by_task.items()},
+        stream=stream,
     )
 
 
@@ -241,13 +254,16 @@ def evaluate_policy(
     on_done: Callable[[Trajectory], None] | None = None,
     harness: HarnessConfig = TINY_HARNESS,
     weights: str | Path | None = None,
+    stream: str = CHECK_STREAM,
 ) -> PolicyEvaluation:
     """Sample every task of ``tasks`` ``samples`` times with ``policy`` (a policy directory, a
     checkpoint, or a run directory: its latest checkpoint) and tally the gated successes.
 
-    ``seed`` fixes every rollout's sampling stream by (task position, sample, turn), so the
-    same weights evaluated with the same seed give the same rollouts, and two policies see the
-    same random numbers (their trajectories still diverge once their tokens differ).
+    ``seed`` and ``stream`` fix every rollout's sampling stream by (task position, sample,
+    turn), so the same weights evaluated with the same seed and stream give the same rollouts,
+    and two policies see the same random numbers (their trajectories still diverge once their
+    tokens differ). ``stream`` defaults to ``check``, disjoint from the ``pool`` and
+    ``heldout`` streams a run's own evaluations draw (:func:`stream_seed`).
     ``weights`` replaces the policy's weights (:func:`policy_engine`); ``harness`` sets the
     episode budgets. Raises :class:`ValueError` for ``samples < 1``, ``workers < 1`` or no
     tasks; the loaders' typed errors (tokenizer, checkpoint, resume) for a directory that
@@ -256,7 +272,7 @@ def evaluate_policy(
     return asyncio.run(
         evaluate_policy_async(
             policy, tasks, split=split, samples=samples, seed=seed, workers=workers,
-            backend=backend, on_done=on_done, harness=harness, weights=weights,
+            backend=backend, on_done=on_done, harness=harness, weights=weights, stream=stream,
         )
     )  # fmt: skip
 
@@ -274,6 +290,7 @@ async def evaluate_policy_async(
     harness: HarnessConfig = TINY_HARNESS,
     weights: str | Path | None = None,
     label: str | None = None,
+    stream: str = CHECK_STREAM,
 ) -> PolicyEvaluation:
     """:func:`evaluate_policy` on a running event loop (the loading runs on a worker thread,
     so the loop keeps serving other work, e.g. the RL loop's training groups)."""
@@ -283,13 +300,14 @@ async def evaluate_policy_async(
         raise ValueError(f"workers must be >= 1, got {workers}")
     if not tasks:
         raise ValueError("no tasks to evaluate on")
+    base_seed = stream_seed(seed, stream)  # ValueError for an unknown stream, before loading
     jobs = [task for task in tasks for _ in range(samples)]
     directory, tokenizer, engine = await asyncio.to_thread(
         policy_engine, policy, len(jobs), workers=workers, seed=seed, weights=weights
     )
     trajectories = await sample_rollouts(
         engine, jobs, tokenizer, workers=workers, harness=harness, backend=backend,
-        on_done=on_done, seeds=rollout_seeds(seed, len(tasks), samples),
+        on_done=on_done, seeds=rollout_seeds(base_seed, len(tasks), samples),
     )  # fmt: skip
     name = str(policy) if label is None else label
-    return tally_evaluation(name, directory, split, samples, trajectories)
+    return tally_evaluation(name, directory, split, samples, trajectories, stream)

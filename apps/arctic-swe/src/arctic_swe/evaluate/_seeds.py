@@ -6,6 +6,8 @@ is derived from the evaluation seed, the task's position in the split and the sa
 alone, so the same policy evaluated twice draws the same random numbers in every turn (the
 measured pool curve of ``arctic-swe overfit`` compares like with like, Arctic-SWE §3.1), and a
 rollout's stream does not depend on how many samples were asked for.
+
+The named streams (``pool``, ``heldout``, ``check``) are in :mod:`arctic_swe._streams`.
 """
 
 from __future__ import annotations
@@ -15,10 +17,22 @@ from typing import Any
 
 from transformers import PreTrainedTokenizerFast
 
+from arctic_swe._streams import CHECK_STREAM, HELDOUT_STREAM, POOL_STREAM, STREAMS, stream_seed
 from arctic_swe.chat import IM_END, special_id
 from arctic_swe.engine import TorchEngine, derive_seed
 from arctic_swe.harness import SampledTurn
 from load_router import GenerateRequest
+
+__all__ = [
+    "CHECK_STREAM",
+    "HELDOUT_STREAM",
+    "POOL_STREAM",
+    "STREAMS",
+    "SeededSampler",
+    "rollout_seed",
+    "rollout_seeds",
+    "stream_seed",
+]
 
 
 def rollout_seed(seed: int, task_index: int, sample: int) -> int:

@@ -117,7 +117,10 @@ class RLLoop:
         parts, records = self.parts, []
         try:
             if parts.pool_eval is not None:
+                # evaluations of updates the resume retrains are void; the warm start's is not
+                parts.pool_eval.forget_after(parts.trainer.steps)
                 parts.pool_eval.resume(parts.resume_pool_evals)
+                parts.pool_eval.start()
             for task_id, seed in parts.resume_groups:
                 n = parts.config.deck.rollouts_per_group
                 self._launch(GroupJob(parts.tasks[task_id], n, seed=seed))

@@ -272,12 +272,19 @@ def _pool_evaluator(
 ) -> PoolEvaluator | None:
     """The measured pool evaluation (``run.pool_eval_every > 0``) with the run's episode
     budgets under the recipe's gate (:func:`arctic_swe.evaluate.recipe_harness`) and its own
-    sandboxes on the run's backend."""
+    sandboxes on the run's backend; with the procedural deck's held-out split beside the pool
+    (a deck of task rows has none)."""
     if config.run.pool_eval_every <= 0:
         return None
+    heldout: list[TaskSpec] = []
+    if config.deck.source == PROCEDURAL_DECK and config.run.heldout_eval_samples > 0:
+        try:
+            heldout = [t.spec for t in load_deck(inputs.deck_dir).split("heldout")]
+        except (StoredDeckError, OSError) as exc:
+            raise SetupError(str(exc)) from exc
     return PoolEvaluator(
         config, run, list(tasks.values()), inputs.policy_dir, recipe_harness(config), log,
-        backend or sandbox_backend(config.sandbox.backend),
+        backend or sandbox_backend(config.sandbox.backend), heldout,
     )  # fmt: skip
 
 
