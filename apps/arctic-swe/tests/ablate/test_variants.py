@@ -17,6 +17,7 @@ from arctic_swe.ablate import (
     VARIANTS,
     AblateError,
     parse_seeds,
+    parse_variant_seeds,
     parse_variants,
     seeded_configs,
     variant_configs,
@@ -149,3 +150,33 @@ def test_each_variant_runs_once_per_seed_and_only_its_seed_changes() -> None:
         assert config.run.seed == int(seed)
         assert attrs.evolve(config, run=attrs.evolve(config.run, seed=0)) == configs[variant]
     assert seeded_configs(configs, ()) == configs  # no --seeds: OUT/<variant>/ as before
+
+
+def test_a_variant_can_run_a_subset_of_the_seeds() -> None:
+    """Positive controls at two seeds beside four of full: each one keeps its paired full run."""
+    variants = ("full", "no-eviction", "ungated")
+    own = parse_variant_seeds(["ungated=0,1"], variants, (0, 1, 2, 3))
+    seeded = seeded_configs(variant_configs(RunConfig(), variants), (0, 1, 2, 3), own)
+    assert [key for key in seeded if key.startswith("ungated/")] == [
+        "ungated/seed-0",
+        "ungated/seed-1",
+    ]
+    assert len([key for key in seeded if key.startswith("full/")]) == 4
+
+
+@pytest.mark.parametrize(
+    ("items", "seeds", "message"),
+    [
+        (["ungated"], (0, 1), "give VARIANT=N,M"),
+        (["clip=0"], (0, 1), "'clip' is not among --variants"),
+        (["ungated=0", "ungated=1"], (0, 1), "given twice"),
+        (["ungated=0,x"], (0, 1), "integers"),
+        (["ungated=5"], (0, 1), "seed 5 of 'ungated' has no full run"),
+        (["ungated=0"], (), "give --seeds too"),
+    ],
+)
+def test_bad_variant_seeds_are_typed_errors(
+    items: list[str], seeds: tuple[int, ...], message: str
+) -> None:
+    with pytest.raises(AblateError, match=message):
+        parse_variant_seeds(items, ("full", "ungated"), seeds)

@@ -184,16 +184,55 @@ def parse_seeds(text: str) -> tuple[int, ...]:
     return seeds
 
 
-def seeded_configs(configs: Mapping[str, RunConfig], seeds: Sequence[int]) -> dict[str, RunConfig]:
-    """Every variant once per seed (``run.seed``), keyed ``<variant>/seed-<n>`` in variant
-    order then seed order; ``configs`` unchanged when ``seeds`` is empty (one run per variant
-    at the base config's seed, the layout ``OUT/<variant>/``)."""
+def parse_variant_seeds(
+    items: Sequence[str], variants: Sequence[str], seeds: Sequence[int]
+) -> dict[str, tuple[int, ...]]:
+    """``["ungated=0,1"]`` -> ``{"ungated": (0, 1)}``: variants that run fewer seeds than
+    ``--seeds`` (positive controls, say). Each must be one of ``variants``, given once, with
+    seeds that ``full`` also runs (a seed without its ``full`` run cannot be paired).
+
+    Raises :class:`AblateError` for a malformed item, an unknown or repeated variant, bad
+    seeds, no ``--seeds`` to narrow, or a seed ``full`` does not run.
+    """
+    if items and not seeds:
+        raise AblateError("--variant-seeds narrows --seeds: give --seeds too")
+    found: dict[str, tuple[int, ...]] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise AblateError(f"--variant-seeds {item!r}: give VARIANT=N,M, e.g. ungated=0,1")
+        if name not in variants:
+            raise AblateError(f"--variant-seeds {item!r}: {name!r} is not among --variants")
+        if name in found:
+            raise AblateError(f"--variant-seeds: {name!r} is given twice")
+        found[name] = parse_seeds(text)
+    paired = set(found.get("full", seeds)) if "full" in variants else set()
+    for name, own in found.items():
+        unpaired = [seed for seed in own if seed not in paired] if paired else []
+        if unpaired and name != "full":
+            raise AblateError(
+                f"--variant-seeds: seed {unpaired[0]} of {name!r} has no full run to pair with"
+            )
+    return found
+
+
+def seeded_configs(
+    configs: Mapping[str, RunConfig],
+    seeds: Sequence[int],
+    per_variant: Mapping[str, Sequence[int]] | None = None,
+) -> dict[str, RunConfig]:
+    """Every variant once per seed (``run.seed``; ``per_variant`` narrows a variant to its own
+    seeds), keyed ``<variant>/seed-<n>`` in variant order then seed order; ``configs``
+    unchanged when ``seeds`` is empty (one run per variant at the base config's seed, the
+    layout ``OUT/<variant>/``)."""
     from arctic_swe.metrics import seed_label  # metrics imports matplotlib: not at --help
 
     if not seeds:
         return dict(configs)
+    own = per_variant or {}
     return {
         seed_label(name, seed): apply_overrides(config, [f"run.seed={seed}"])
         for name, config in configs.items()
-        for seed in seeds
+        for seed in own.get(name, seeds)
     }

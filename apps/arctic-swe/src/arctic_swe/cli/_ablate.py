@@ -64,6 +64,15 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
         "table per variant: seeds held, last third per seed, their spread, seeds pooled "
         "(default: one run per variant at the base seed, in OUT/<variant>/)",
     )
+    ablate.add_argument(
+        "--variant-seeds",
+        action="append",
+        default=[],
+        metavar="VARIANT=N,M",
+        help="run VARIANT at these seeds only (a subset of --seeds that full also runs, so "
+        "every run has its paired full run), e.g. --variant-seeds ungated=0,1 for a positive "
+        "control at two seeds beside four of full and no-eviction; repeatable",
+    )
     add_config_options(ablate)
     add_input_options(ablate)
     return ablate
@@ -168,6 +177,7 @@ def _plan(args: argparse.Namespace) -> tuple[AblationPlan, RunConfig]:
         AblationPlan,
         open_plan,
         parse_seeds,
+        parse_variant_seeds,
         parse_variants,
         seeded_configs,
         variant_configs,
@@ -178,10 +188,11 @@ def _plan(args: argparse.Namespace) -> tuple[AblationPlan, RunConfig]:
     with user_errors(AblateError, RunConfigError):
         variants = parse_variants(args.variants)
         seeds = parse_seeds(args.seeds) if args.seeds else ()
+        own_seeds = parse_variant_seeds(args.variant_seeds, variants, seeds)
         preset_and_config = base_config(args)
         base = apply_overrides(preset_and_config, args.overrides)
         configs = seeded_configs(
-            variant_configs(preset_and_config, variants, args.overrides), seeds
+            variant_configs(preset_and_config, variants, args.overrides), seeds, own_seeds
         )
         plan = AblationPlan(Path(args.out), configs, Path(args.deck), Path(args.policy))
         return open_plan(plan), base
