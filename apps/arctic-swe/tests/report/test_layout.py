@@ -63,9 +63,10 @@ def test_redact_walks_nested_data_and_keeps_keys() -> None:
 
 
 def test_free_text_has_each_machine_path_redacted() -> None:
-    text = "arctic-swe ablate --out /srv/me/ab --deck=/srv/me/deck --set run.updates=9, load 3/2"
+    text = "ablate --out /srv/me/ab --deck=/srv/me/deck --set run.updates=9, load 3/2 ('/srv/x')"
     assert redact_words(text) == (
-        f"arctic-swe ablate --out {MACHINE}/ab --deck={MACHINE}/deck --set run.updates=9, load 3/2"
+        f"ablate --out {MACHINE}/ab --deck={MACHINE}/deck --set run.updates=9, load 3/2 "
+        f"('{MACHINE}/x')"
     )
 
 
@@ -74,3 +75,12 @@ def test_a_label_that_cannot_name_a_data_directory_is_refused(label: str) -> Non
     with pytest.raises(ReportError, match="cannot name a directory"):
         check_label(label)
     assert check_label("full/seed-3") == "full/seed-3"
+
+
+@given(st.lists(st.sampled_from(["/a/b", "~/c", "x", "=", " ", "(", "'", ",", "C:\\d", "3/2"])))
+def test_no_word_of_redacted_text_is_a_machine_path(pieces: list[str]) -> None:
+    from arctic_swe.report._layout import _WORD
+
+    redacted = redact_words("".join(pieces))
+    assert not any(is_machine_path(word) for word in _WORD.findall(redacted))
+    assert redact_words(redacted) == redacted

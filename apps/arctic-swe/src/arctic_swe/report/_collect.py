@@ -214,6 +214,7 @@ def _replace(data: Path, runs: dict[str, dict[str, bytes]], extra: dict[str, byt
         raise ReportError(f"{data.parent} is not a directory")
     data.parent.mkdir(parents=True, exist_ok=True)
     fresh = Path(tempfile.mkdtemp(prefix=".data-", dir=data.parent))
+    fresh.chmod(0o755)  # mkdtemp's 0700 would become the data directory's mode
     try:
         for name, content in [*extra.items(), *(i for f in runs.values() for i in f.items())]:
             path = fresh / name

@@ -37,6 +37,8 @@ FIGURES = "figures"
 MACHINE = "<machine>"
 
 _WINDOWS_ABSOLUTE = re.compile(r"^[A-Za-z]:[\\/]")
+#: A word of free text: what lies between spaces, ``=``, brackets, quotes, commas, semicolons.
+_WORD = re.compile(r"[^\s=()\[\]{}\"',;]+")
 
 
 def gzip_bytes(data: bytes) -> bytes:
@@ -94,8 +96,8 @@ def redact(value: Any) -> Any:
 
 def redact_words(text: str) -> str:
     """Free text (a command line, a note) with each machine path among its words redacted,
-    including the value of ``--flag=/path``."""
-    return re.sub(r"(?<![^\s=])[^\s=]+", lambda m: redact_path(m.group(0)), text)
+    including the value of ``--flag=/path`` and a path in brackets or quotes."""
+    return _WORD.sub(lambda match: redact_path(match.group(0)), text)
 
 
 def check_label(label: str) -> str:
