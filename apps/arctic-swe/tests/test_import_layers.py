@@ -42,8 +42,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("distributed", "serve", "warmstart", "evaluate"),
     # L4: the RL loop
     ("orchestrator",),
-    # L5: what runs the loop: ablations, the cluster launcher
-    ("ablate", "cluster"),
+    # L5: what runs the loop (ablations, the cluster launcher), and the results folders of its runs
+    ("ablate", "cluster", "report"),
     # L6: the command line, and the console script's module
     ("cli", "_cli"),
 )

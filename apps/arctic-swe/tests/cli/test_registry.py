@@ -74,6 +74,8 @@ def _probe(argv: list[str], cwd: Path) -> dict[str, object]:
         (["evaluate", "--help"], 0),
         (["compare", "--help"], 0),
         (["ablate", "--help"], 0),
+        (["report", "--help"], 0),
+        (["report", "results", "--check", "--collect", "ab"], 2),  # before matplotlib
         (["ablate", "--variants", "full,nope", "--out", "ab"], 2),  # before torch, nothing written
         (["rollout", "--tasks", "0"], 2),
         (["overfit", "--threads", "ten"], 2),

@@ -127,38 +127,21 @@ def _run_variants(plan: AblationPlan, inputs: Inputs, note: Console, where: list
 
 
 def _report(plan: AblationPlan) -> None:
-    """The comparison of every variant: one table (printed and OUT/comparison.md), the plots."""
-    from arctic_swe.cli._compare import (
-        health_rows,
-        inputs_line,
-        read_evaluations,
-        read_runs,
-        write_comparison,
-    )
-    from arctic_swe.metrics import (
-        comparison_markdown,
-        comparison_table,
-        health_markdown,
-        health_table,
-        seed_groups,
-        seeds_markdown,
-        seeds_table,
-    )
+    """The comparison of every variant: the results tables (printed, and OUT/comparison.md;
+    ``arctic-swe report`` builds a results page from the same list), the plots."""
+    from arctic_swe.cli._compare import inputs_line, read_evaluations, read_runs, write_comparison
+    from arctic_swe.report import result_sections, sections_markdown
 
     dirs = [plan.run_dir(v).root for v in plan.configs]
     runs = read_runs(dirs, list(plan.configs))
     rows, plots = write_comparison(runs, plan.out, read_evaluations(dirs, list(plan.configs)))
-    health = health_rows(runs)
+    sections = result_sections(rows)
     out = console()
-    out.print(comparison_table(rows, title=f"arctic-swe ablate: {plan.out}"))
-    out.print(health_table(health, title="training health"))
-    tables = [comparison_markdown(rows), health_markdown(health)]
-    groups = seed_groups(rows)
-    if groups:  # --seeds: the variants across their seeds
-        out.print(seeds_table(groups, title="seeds per variant"))
-        tables.append(seeds_markdown(groups))
-    (plan.out / COMPARISON).write_text("\n".join(tables))
-    out.print(inputs_line([plan.run_dir(v).root for v in plan.configs]), highlight=False)
+    out.print(f"arctic-swe ablate: {plan.out}", highlight=False)
+    for section in sections:
+        out.print(section.table)
+    (plan.out / COMPARISON).write_text(sections_markdown(sections))
+    out.print(inputs_line(dirs), highlight=False)
     note = console(stderr=True)
     note.print(f"table: {plan.out / COMPARISON}")
     for path in plots:

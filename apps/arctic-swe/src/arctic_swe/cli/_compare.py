@@ -141,19 +141,10 @@ def run(args: argparse.Namespace) -> int:
 def inputs_line(runs: Sequence[Path]) -> str:
     """Whether the runs started from the same deck and warm start (``RUN/inputs.json``):
     only then do their differences come from their configurations alone."""
-    from arctic_swe.config import RunDir, RunDirError, read_run_inputs
+    from arctic_swe.config import RunDir, RunDirError, inputs_summary, read_run_inputs
 
     with user_errors(RunDirError):
-        records = {run: read_run_inputs(RunDir(run)) for run in runs}
-    missing = [str(run) for run, record in records.items() if record is None]
-    if missing:
-        return f"inputs: not recorded for {', '.join(missing)} (runs started before inputs.json)"
-    found = [record for record in records.values() if record is not None]
-    if all(record.same_content(found[0]) for record in found):
-        return f"inputs: every run started from the same content ({found[0].short()})"
-    return "inputs DIFFER: " + "; ".join(
-        f"{run}: {record.short()}" for run, record in records.items() if record is not None
-    )
+        return inputs_summary({str(run): read_run_inputs(RunDir(run)) for run in runs})
 
 
 def _print_early_end(out: Console, run: Path) -> None:

@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "arctic_swe.cli._evaluate",
     "arctic_swe.cli._compare",
     "arctic_swe.cli._ablate",
+    "arctic_swe.cli._report",
     "arctic_swe.serve._command",
     "arctic_swe.cli._cluster",
     "arctic_swe.cli._train_worker",

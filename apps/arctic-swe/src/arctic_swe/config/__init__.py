@@ -19,6 +19,7 @@ from arctic_swe.config._load import (
     validate,
 )
 from arctic_swe.config._run_end import (
+    FINISHED_FILE,
     EndReason,
     RunEnd,
     clear_run_end,
@@ -32,10 +33,11 @@ from arctic_swe.config._run_inputs import (
     content_digest,
     directory_digest,
     fingerprint_inputs,
+    inputs_summary,
     read_run_inputs,
     write_run_inputs,
 )
-from arctic_swe.config._rundir import RunDir, load_run_config, prepare_run_dir
+from arctic_swe.config._rundir import CONFIG_FILE, RunDir, load_run_config, prepare_run_dir
 from arctic_swe.config._schema import (
     PROCEDURAL_DECK,
     SECTIONS,
@@ -61,6 +63,8 @@ from arctic_swe.config._tables import (
 from arctic_swe.config._worker_args import WORKER_DESCRIPTION, add_worker_options, worker_inputs
 
 __all__ = [
+    "CONFIG_FILE",
+    "FINISHED_FILE",
     "INPUTS_FILE",
     "POLICY_LOGS",
     "PRESETS",
@@ -96,6 +100,7 @@ __all__ = [
     "directory_digest",
     "fingerprint_inputs",
     "from_mapping",
+    "inputs_summary",
     "load_run_config",
     "load_toml",
     "prepare_run_dir",

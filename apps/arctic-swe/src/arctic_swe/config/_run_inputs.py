@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from fnmatch import fnmatch
 from pathlib import Path
 
@@ -102,6 +103,21 @@ def fingerprint_inputs(deck: Path, policy_dir: Path) -> RunInputs:
         deck_sha256=content_digest(deck),
         policy=str(policy_dir),
         policy_sha256=directory_digest(policy_dir, skip=POLICY_LOGS),
+    )
+
+
+def inputs_summary(records: Mapping[str, RunInputs | None]) -> str:
+    """One line on whether the runs (name -> its record, ``None`` where a run has none) started
+    from the same deck and warm start: only then do their differences come from their
+    configurations alone."""
+    missing = [name for name, record in records.items() if record is None]
+    if missing:
+        return f"inputs: not recorded for {', '.join(missing)} (runs started before inputs.json)"
+    found = [record for record in records.values() if record is not None]
+    if all(record.same_content(found[0]) for record in found):
+        return f"inputs: every run started from the same content ({found[0].short()})"
+    return "inputs DIFFER: " + "; ".join(
+        f"{name}: {record.short()}" for name, record in records.items() if record is not None
     )
 
 

@@ -1,0 +1,50 @@
+"""The one list of results tables that ``ablate`` and ``report`` both build."""
+
+from __future__ import annotations
+
+from arctic_swe.metrics import (
+    comparison_markdown,
+    comparison_row,
+    health_markdown,
+    run_health,
+    seed_label,
+)
+from arctic_swe.report import RESULT_TABLES, ResultTable, result_sections, sections_markdown
+
+from .conftest import update
+
+
+def _rows(labels: list[str]) -> list:  # type: ignore[type-arg]
+    return [
+        comparison_row(label, [update(step, 0.1 * step + index / 10) for step in (1, 2, 3)])
+        for index, label in enumerate(labels)
+    ]
+
+
+def test_runs_without_seeds_get_the_comparison_and_health_tables() -> None:
+    rows = _rows(["full", "clip"])
+    sections = result_sections(rows)
+    assert [s.title for s in sections] == ["comparison", "training health"]
+    health = [run_health(row.label, row.records) for row in rows]
+    assert sections_markdown(sections) == comparison_markdown(rows) + "\n" + health_markdown(health)
+    assert sections[0].table.row_count == 2
+
+
+def test_seeded_runs_add_the_per_variant_table() -> None:
+    rows = _rows([seed_label(v, s) for v in ("full", "clip") for s in (0, 1)])
+    sections = result_sections(rows)
+    assert [s.title for s in sections] == [spec.title for spec in RESULT_TABLES]
+    assert sections[-1].markdown.count("\n") == 2 + 2  # header, rule, a row per variant
+
+
+def test_a_new_table_is_one_more_entry_and_skipped_where_it_does_not_apply() -> None:
+    rows = _rows(["full", "clip"])
+    extra = ResultTable(
+        "labels",
+        lambda rs: "| run |\n|---|\n" + "".join(f"| {r.label} |\n" for r in rs),
+        lambda rs, title: result_sections(rs)[0].table,
+    )
+    never = ResultTable("never", lambda rs: None, lambda rs, title: None)
+    sections = result_sections(rows, (*RESULT_TABLES, extra, never))
+    assert [s.title for s in sections] == ["comparison", "training health", "labels"]
+    assert sections[-1].markdown == "| run |\n|---|\n| full |\n| clip |\n"
