@@ -60,9 +60,9 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
         default="",
         metavar="N,M,...",
         help="run every variant once per seed (run.seed; the warm start keeps the base "
-        "config's seed, so all seeds share it), each into OUT/<variant>/seed-<n>/, and add a "
-        "table per variant: seeds held, last third per seed, their spread, seeds pooled "
-        "(default: one run per variant at the base seed, in OUT/<variant>/)",
+        "config's seed, so all seeds share it), each into OUT/<variant>/seed-<n>/; the paired "
+        "table then gives each variant's per-seed difference to full with a t interval over "
+        "seeds (default: one run per variant at the base seed, in OUT/<variant>/)",
     )
     add_config_options(ablate)
     add_input_options(ablate)
@@ -118,7 +118,9 @@ def _run_variants(plan: AblationPlan, inputs: Inputs, note: Console, where: list
 
 
 def _report(plan: AblationPlan) -> None:
-    """The comparison of every variant: one table (printed and OUT/comparison.md), the plots."""
+    """The comparison of every variant (printed and OUT/comparison.md): one row per run, the
+    training health, each variant paired seed by seed with full, and what each ablation can
+    act through; then the plots."""
     from arctic_swe.cli._compare import (
         health_rows,
         inputs_line,
@@ -131,9 +133,12 @@ def _report(plan: AblationPlan) -> None:
         comparison_table,
         health_markdown,
         health_table,
-        seed_groups,
-        seeds_markdown,
-        seeds_table,
+        mechanism_markdown,
+        mechanism_rows,
+        mechanism_table,
+        paired_markdown,
+        paired_rows,
+        paired_table,
     )
 
     dirs = [plan.run_dir(v).root for v in plan.configs]
@@ -144,10 +149,14 @@ def _report(plan: AblationPlan) -> None:
     out.print(comparison_table(rows, title=f"arctic-swe ablate: {plan.out}"))
     out.print(health_table(health, title="training health"))
     tables = [comparison_markdown(rows), health_markdown(health)]
-    groups = seed_groups(rows)
-    if groups:  # --seeds: the variants across their seeds
-        out.print(seeds_table(groups, title="seeds per variant"))
-        tables.append(seeds_markdown(groups))
+    planned = {label: config.run.updates for label, config in plan.configs.items()}
+    paired = paired_rows(rows, planned)
+    if len(paired) > 1:  # full and at least one variant: each against full, seed by seed
+        out.print(paired_table(paired, title="paired with full, seed by seed"))
+        tables.append(paired_markdown(paired))
+    mechanisms = mechanism_rows(rows)
+    out.print(mechanism_table(mechanisms, title="what each ablation can act through"))
+    tables.append(mechanism_markdown(mechanisms))
     (plan.out / COMPARISON).write_text("\n".join(tables))
     out.print(inputs_line([plan.run_dir(v).root for v in plan.configs]), highlight=False)
     note = console(stderr=True)
