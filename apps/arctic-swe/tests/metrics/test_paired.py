@@ -28,7 +28,7 @@ from arctic_swe.metrics import (
 from .conftest import evaluation, record
 
 UPDATES = 6  # the final window (2/3, 1] of 6 updates holds steps 5 and 6
-STEPS = (0, 3, 5, 6)  # the steps every test run is evaluated at
+STEPS = (0, 2, 4, 5, 6)  # evaluated steps: 4 is the last one outside the final window
 ROLLOUTS = 16  # 4 tasks x 4 samples per evaluation
 
 #: Student's t 0.975 quantiles (printed tables) by degrees of freedom.
@@ -76,7 +76,7 @@ def _reference(
 
 solved = st.integers(0, ROLLOUTS)
 seed_runs = st.dictionaries(
-    st.integers(0, 20), st.lists(solved, min_size=4, max_size=4), max_size=6
+    st.integers(0, 20), st.lists(solved, min_size=5, max_size=5), max_size=6
 )
 
 
@@ -143,7 +143,7 @@ def test_the_order_of_the_seeds_changes_nothing(
     assert sorted(paired_rows(rows), key=str) == sorted(paired_rows(shuffled), key=str)
 
 
-@given(seed_runs, seed_runs, st.lists(solved, min_size=4, max_size=4))
+@given(seed_runs, seed_runs, st.lists(solved, min_size=5, max_size=5))
 def test_a_seed_only_full_ran_changes_nothing(
     variant: dict[int, list[int]], full: dict[int, list[int]], extra: list[int]
 ) -> None:
@@ -171,7 +171,7 @@ def test_the_window_is_the_last_third_of_the_plan_or_of_what_an_early_stop_did()
 
 def test_planned_updates_move_the_window() -> None:
     # 9 updates planned and done: the window is steps 7-9, which holds no evaluation
-    full = _run("full", [8, 8, 10, 12], updates=9)
+    full = _run("full", [8, 8, 0, 10, 12], updates=9)
     (row,) = paired_rows([full], {"full": 9})
     assert row.pool_rates == (None,)
     (row,) = paired_rows([full])  # unplanned: the last step is 9 as well
@@ -200,11 +200,11 @@ def test_signs_and_verdicts() -> None:
 
 def test_the_warm_start_check_flags_a_pair_that_does_not_share_its_start() -> None:
     rows = [
-        _run("full/seed-0", [8, 8, 8, 8]),
-        _run("full/seed-1", [8, 8, 8, 8]),
-        _run("clip/seed-0", [8, 6, 4, 4]),  # same start
-        _run("clip/seed-1", [9, 6, 4, 4]),  # one more solved at update 0
-        _run("lenient/seed-0", [8, 6, 4, 4]),
+        _run("full/seed-0", [8, 8, 8, 8, 8]),
+        _run("full/seed-1", [8, 8, 8, 8, 8]),
+        _run("clip/seed-0", [8, 6, 4, 4, 4]),  # same start
+        _run("clip/seed-1", [9, 6, 4, 4, 4]),  # one more solved at update 0
+        _run("lenient/seed-0", [8, 6, 4, 4, 4]),
     ]
     rows.append(comparison_row("ungated/seed-0", rows[0].records))  # no evaluation at all
     found = {row.variant: row for row in paired_rows(rows)}
@@ -219,16 +219,16 @@ def test_the_warm_start_check_flags_a_pair_that_does_not_share_its_start() -> No
 
 
 def test_without_full_there_is_nothing_to_pair() -> None:
-    assert paired_rows([_run("clip/seed-0", [8, 8, 8, 8])]) == []
+    assert paired_rows([_run("clip/seed-0", [8, 8, 8, 8, 8])]) == []
 
 
 def test_the_markdown_has_a_row_per_variant_with_full_first() -> None:
     rows = [
-        _run("clip/seed-0", [8, 8, 4, 4], [8, 8, 8, 8]),
-        _run("clip/seed-1", [8, 8, 6, 6], [8, 8, 8, 8]),
-        _run("full/seed-0", [8, 8, 8, 8], [8, 8, 8, 8]),
-        _run("full/seed-1", [8, 8, 12, 12], [8, 8, 8, 8]),
-        _run("full", [8, 8, 8, 8]),  # a run without --seeds pairs with none of them
+        _run("clip/seed-0", [8, 8, 16, 4, 4], [8] * 5),  # step 4 is outside the window
+        _run("clip/seed-1", [8, 8, 16, 6, 6], [8] * 5),
+        _run("full/seed-0", [8, 8, 0, 8, 8], [8] * 5),
+        _run("full/seed-1", [8, 8, 0, 12, 12], [8] * 5),
+        _run("full", [8] * 5),  # a run without --seeds pairs with none of them
     ]
     lines = paired_markdown(paired_rows(rows)).splitlines()
     headers = lines[0].strip("| ").split(" | ")

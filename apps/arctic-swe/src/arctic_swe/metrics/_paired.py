@@ -19,7 +19,7 @@ compared as a check that a pair really shares its start.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rich.table import Table
 
@@ -270,12 +270,17 @@ def paired_rows(
     return found
 
 
+def _rates(runs: Mapping[Seed, _RunFigures], split: str) -> dict[Seed, float | None]:
+    return {s: f.pool if split == POOL_SPLIT else f.heldout for s, f in runs.items()}
+
+
 def _row(
     variant: str,
     runs: Mapping[Seed, _RunFigures],
     base: Mapping[Seed, _RunFigures] | None = None,
     reference: str = REFERENCE,
 ) -> PairedRow:
+    """The row of one variant; paired with ``base`` (the reference's runs) when given."""
     seeds = tuple(sorted(runs, key=_seed_order))
     row = PairedRow(
         variant,
@@ -285,23 +290,14 @@ def _row(
     )
     if base is None:
         return row
-    return PairedRow(
-        row.variant,
-        row.seeds,
-        row.pool_rates,
-        row.heldout_rates,
-        pool=paired_difference(
-            {s: f.pool for s, f in runs.items()}, {s: f.pool for s, f in base.items()}, reference
-        ),
-        heldout=paired_difference(
-            {s: f.heldout for s, f in runs.items()},
-            {s: f.heldout for s, f in base.items()},
-            reference,
-        ),
-        start=start_check(
-            {s: f.start for s, f in runs.items()}, {s: f.start for s, f in base.items()}
-        ),
+    pool, heldout = (
+        paired_difference(_rates(runs, split), _rates(base, split), reference)
+        for split in (POOL_SPLIT, HELDOUT_SPLIT)
     )
+    starts = start_check(
+        {s: f.start for s, f in runs.items()}, {s: f.start for s, f in base.items()}
+    )
+    return replace(row, pool=pool, heldout=heldout, start=starts)
 
 
 def _seed(seed: Seed) -> str:
@@ -333,10 +329,12 @@ def _differences(difference: PairedDifference | None) -> str:
     return _per_seed(difference.seeds, difference.differences, signed=True) or NOT_MEASURED
 
 
-def _cell(difference: PairedDifference | None, what: str) -> str:
-    if difference is None:
-        return "reference"
-    return difference.signs() if what == "signs" else difference.verdict()
+def _signs(difference: PairedDifference | None) -> str:
+    return "reference" if difference is None else difference.signs()
+
+
+def _verdict(difference: PairedDifference | None) -> str:
+    return "reference" if difference is None else difference.verdict()
 
 
 def _paired_columns(rows: Sequence[PairedRow]) -> Columns:
@@ -348,12 +346,12 @@ def _paired_columns(rows: Sequence[PairedRow]) -> Columns:
         ("spread", ["-" if r.spread is None else f"{r.spread:.3f}" for r in rows]),
         (f"Δ pool per seed (variant - {ref})", [_differences(r.pool) for r in rows]),
         ("Δ pool mean, 95 % t CI over seeds", [_mean(r.pool) for r in rows]),
-        ("pool signs", [_cell(r.pool, "signs") for r in rows]),
-        (f"pool vs {ref}", [_cell(r.pool, "verdict") for r in rows]),
+        ("pool signs", [_signs(r.pool) for r in rows]),
+        (f"pool vs {ref}", [_verdict(r.pool) for r in rows]),
         ("held-out, final window per seed", [_per_seed(r.seeds, r.heldout_rates) for r in rows]),
         ("Δ held-out mean, 95 % t CI", [_mean(r.heldout) for r in rows]),
-        ("held-out signs", [_cell(r.heldout, "signs") for r in rows]),
-        (f"held-out vs {ref}", [_cell(r.heldout, "verdict") for r in rows]),
+        ("held-out signs", [_signs(r.heldout) for r in rows]),
+        (f"held-out vs {ref}", [_verdict(r.heldout) for r in rows]),
         (
             f"warm start (update 0) vs {ref}",
             ["reference" if r.start is None else r.start.describe() for r in rows],
