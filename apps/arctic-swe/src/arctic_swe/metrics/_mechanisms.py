@@ -52,8 +52,9 @@ MASKED_FLOOR = 0.005
 #: keeping caches across refreshes almost nothing to change.
 LAG_FLOOR = 0.01
 #: Mismatch KL between the engine and the trainer on lag-0 updates under 1e-9 nats per token:
-#: the bf16 rounding of the recurrent state then moves log-probabilities by ~3e-5 at most,
-#: orders of magnitude below the sampling noise of one group's advantage.
+#: KL ~ E[δ²] / 2 for a log-ratio δ, so the bf16 rounding of the recurrent state then moves a
+#: token's log-probability by ~4.5e-5 in root mean square, orders of magnitude below the
+#: sampling noise of one group's advantage.
 KL_FLOOR = 1e-9
 #: Groups the max_off_policy cap drops, under 1 % of the groups trained: the cap then removes
 #: almost nothing from a batch (the cap is the full recipe's, no variant turns it off).
