@@ -13,7 +13,9 @@ import pytest
 from arctic_swe._cli import main
 from arctic_swe.ablate import MANIFEST
 from arctic_swe.config import RunConfig, apply_overrides
+from arctic_swe.metrics import EVALUATIONS, EvaluationLog
 
+from ..metrics.conftest import evaluation
 from .conftest import write_run
 
 
@@ -90,7 +92,9 @@ def test_finished_variants_are_compared_without_running(
     captured = capsys.readouterr()
     assert "variant full: finished" in captured.err
     assert "variant clip: finished" in captured.err
-    comparison, health = (tmp_path / "ab" / "comparison.md").read_text().split("\n\n")
+    comparison, health, paired, mechanisms = (
+        (tmp_path / "ab" / "comparison.md").read_text().split("\n\n")
+    )
     rows = {line.split(" | ")[0]: line for line in comparison.splitlines()}
     # no pool evaluation in these runs: the measured columns say so; the imputed ones follow
     for label, imputed in (("full", "0.200 → 0.700 (0.700) | yes |"),
@@ -101,8 +105,14 @@ def test_finished_variants_are_compared_without_running(
     # updates count as zero-gradient, one streak from the first
     health_rows = {line.split(" | ")[0]: line for line in health.splitlines()}
     assert health_rows["| full"].split(" | ")[3:5] == ["4 / 4", "4 (from update 1)"]
+    # one run per variant: paired at the base seed, with no interval; no pool evaluation
+    assert "| clip | 1 | base: not measured |" in paired
+    # write_run's records mask nothing: clip has no channel at this scale
+    assert mechanisms.splitlines()[3].startswith("| clip | 1 | IcePop mask")
+    assert mechanisms.splitlines()[3].endswith("| no channel at this scale |")
     assert "full" in captured.out
     assert "training health" in captured.out
+    assert "what each ablation can act through" in captured.out
     assert (tmp_path / "ab" / "compare_reward.png").stat().st_size > 0
 
 
@@ -120,18 +130,33 @@ def test_seeded_variants_are_compared_per_seed_and_across_seeds(
     for key, rewards in (("full/seed-0", [0.2, 0.4, 0.6, 0.7]), ("full/seed-1", [0.2, 0.5, 0.6, 0.6]),
                          ("clip/seed-0", [0.2, 0.6, 0.3, 0.1]), ("clip/seed-1", [0.3, 0.6, 0.2, 0.1])):  # fmt: skip
         write_run(tmp_path / "ab" / key, configs[key], rewards)
+    # pool evaluations at the warm start and at update 4 (the final third of 4 updates), 16
+    # rollouts each; clip ends 4 and 6 of 16 below full on its two seeds
+    for key, final in (("full/seed-0", 12), ("full/seed-1", 14), ("clip/seed-0", 8),
+                       ("clip/seed-1", 8)):  # fmt: skip
+        log = EvaluationLog(tmp_path / "ab" / key / EVALUATIONS)
+        for step, solved in ((0, 6), (4, final)):
+            log.append(evaluation("pool", step, solved))
     capsys.readouterr()
     assert main(argv) == 0
     captured = capsys.readouterr()
     assert captured.err.count(": finished") == 4  # each seed of each variant, in its own directory
-    comparison, _health, seeds = (tmp_path / "ab" / "comparison.md").read_text().split("\n\n")
+    comparison, _health, paired, mechanisms = (
+        (tmp_path / "ab" / "comparison.md").read_text().split("\n\n")
+    )
     assert {line.split(" | ")[0] for line in comparison.splitlines()[2:]} == {
         "| full/seed-0", "| full/seed-1", "| clip/seed-0", "| clip/seed-1"}  # fmt: skip
-    rows = {line.split(" | ")[0]: line.split(" | ") for line in seeds.splitlines()[2:]}
-    # write_run logs no pool evaluation: the seeds are counted, their figures "not measured"
-    assert rows["| full"][1:3] == ["2", "0 of 0"]
-    assert rows["| clip"][3] == "0: not measured, 1: not measured"
-    assert "seeds per variant" in captured.out
+    rows = {line.split(" | ")[0]: line.split(" | ") for line in paired.splitlines()[2:]}
+    assert rows["| full"][1:3] == ["2", "0: 0.750, 1: 0.875"]
+    assert rows["| clip"][4:8] == [
+        "0: -0.250, 1: -0.375",
+        "-0.312 [-1.107, +0.482]",  # two seeds: t = 12.7 over their spread
+        "2 of 2 below full",
+        "not separated",
+    ]
+    assert rows["| clip"][-1] == "same on 2 of 2 |"  # one warm start, one stream
+    assert [line.split(" | ")[0] for line in mechanisms.splitlines()[2:]] == ["| full", "| clip"]
+    assert "paired with full, seed by seed" in captured.out
 
 
 def test_a_bad_seed_list_fails_before_any_work(

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from arctic_swe.metrics import UpdateMetrics
+from arctic_swe.metrics import EvalRecord, UpdateMetrics
 
 
 def record(step: int, reward: float, **changes: Any) -> UpdateMetrics:
@@ -52,3 +52,15 @@ def record(step: int, reward: float, **changes: Any) -> UpdateMetrics:
 @pytest.fixture(scope="session")
 def make_record() -> Callable[..., UpdateMetrics]:
     return record
+
+
+def evaluation(
+    split: str, step: int, solved: int, tasks: int = 4, samples: int = 4, seed: int = 0
+) -> EvalRecord:
+    """An evaluation of ``tasks`` tasks x ``samples`` samples with the first ``solved`` cells
+    (task by task, in sample order) solved."""
+    cells = "1" * solved + "0" * (tasks * samples - solved)
+    outcomes = {f"pool-{k:04d}": cells[k * samples : (k + 1) * samples] for k in range(tasks)}
+    return EvalRecord(
+        split=split, step=step, version=step, stream="pool", seed=seed, outcomes=outcomes
+    )

@@ -1,5 +1,5 @@
-"""Tests for ``arctic_swe.metrics._seeds``: labels with a seed are grouped by variant, the
-per-seed last-third values and the pooled interval come out of the rows' measured pools."""
+"""Tests for ``arctic_swe.metrics._seeds``: ``<variant>/seed-<n>`` labels split back, and runs
+group by variant then seed."""
 
 from __future__ import annotations
 
@@ -7,66 +7,28 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from arctic_swe._wilson import wilson_interval
-from arctic_swe.metrics import (
-    comparison_row,
-    seed_groups,
-    seeds_markdown,
-    split_seed_label,
-)
-
-from .conftest import record
+from arctic_swe.metrics import seed_label, split_seed_label, variant_seed
+from arctic_swe.metrics._seeds import by_variant
 
 names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz-", min_size=1, max_size=20)
 
 
 @given(names, st.integers(0, 10**6))
 def test_a_seeded_label_splits_back(variant: str, seed: int) -> None:
-    assert split_seed_label(f"{variant}/seed-{seed}") == (variant, seed)
+    assert split_seed_label(seed_label(variant, seed)) == (variant, seed)
+    assert variant_seed(seed_label(variant, seed)) == (variant, seed)
 
 
 @pytest.mark.parametrize("label", ["full", "full/seed-", "full/seed-x", "seed-3", "a/b"])
 def test_labels_without_a_seed_are_not_seeded(label: str) -> None:
     assert split_seed_label(label) is None
+    assert variant_seed(label) == (label, None)
 
 
-def _run(label: str, solved: list[int]):  # type: ignore[no-untyped-def]
-    """A run evaluated on every update: 32 rollouts each, ``solved[i]`` at update i + 1."""
-    records = []
-    for step, count in enumerate(solved, 1):
-        low, high = wilson_interval(count, 32)
-        records.append(record(step, 0.5, pool_success=count / 32, pool_success_low=low,
-                              pool_success_high=high, pool_eval_step=step,
-                              pool_eval_solved=count, pool_eval_rollouts=32))  # fmt: skip
-    return comparison_row(label, records)
-
-
-def test_seeds_are_grouped_per_variant_with_their_last_thirds_and_the_pool() -> None:
-    # six updates: the last third is updates 5 and 6 (3 * step > 12)
-    rows = [
-        _run("full/seed-0", [8, 16, 24, 24, 24, 28]),  # held: final 52/64 = peak
-        _run("full/seed-1", [8, 16, 24, 20, 12, 10]),  # collapsed: 22/64 against a peak 48/64
-        _run("clip/seed-0", [8, 8, 8, 8, 8, 8]),
-        _run("unseeded", [1, 1, 1, 1, 1, 1]),  # left out: not a seeded label
-    ]
-    full, clip = seed_groups(rows)
-    assert (full.variant, full.seeds, clip.variant, clip.seeds) == ("full", (0, 1), "clip", (0,))
-    assert full.final_rates == pytest.approx((52 / 64, 22 / 64))
-    assert (full.held, full.measured) == (1, 2)
-    assert (full.solved, full.rollouts) == (74, 128)
-    assert (full.low, full.high) == pytest.approx(wilson_interval(74, 128))
-    assert full.spread == pytest.approx(30 / 64)
-    assert clip.spread is None  # one seed: no spread
-    cells = seeds_markdown([full, clip]).splitlines()[2].strip("| ").split(" | ")
-    assert cells[:3] == ["full", "2", "1 of 2"]
-    assert cells[3] == "0: 0.812, 1: 0.344"
-    assert cells[5].endswith("(74 / 128)")
-
-
-def test_a_seed_without_pool_evaluations_is_not_measured() -> None:
-    rows = [comparison_row("full/seed-4", [record(1, 0.5), record(2, 0.5)])]
-    (group,) = seed_groups(rows)
-    assert group.final_rates == (None,)
-    assert (group.measured, group.rollouts) == (0, 0)
-    cells = seeds_markdown([group]).splitlines()[2].strip("| ").split(" | ")
-    assert cells[2:] == ["0 of 0", "4: not measured", "-", "not measured"]
+def test_runs_group_by_variant_in_first_seen_order() -> None:
+    grouped = by_variant(
+        [("clip/seed-1", "a"), ("full/seed-0", "b"), ("clip/seed-0", "c"), ("full", "d")]
+    )
+    assert list(grouped) == ["clip", "full"]
+    assert grouped["clip"] == {1: "a", 0: "c"}
+    assert grouped["full"] == {0: "b", None: "d"}

@@ -109,10 +109,10 @@ def test_the_same_data_gives_the_same_page(tmp_path: Path) -> None:
 
 
 @pytest.mark.usefixtures("stub_plots")
-def test_seeded_runs_get_the_per_seed_table(tmp_path: Path) -> None:
+def test_seeded_runs_get_the_paired_table(tmp_path: Path) -> None:
     results = _collected(tmp_path, seeds=(0, 1))
     text = write_report(results).text
-    assert "### seeds per variant" in text
+    assert "### paired with full, seed by seed" in text
     assert [run.label for run in read_results(results)] == [
         "full/seed-0", "full/seed-1", "clip/seed-0", "clip/seed-1"]  # fmt: skip
 

@@ -21,20 +21,26 @@ def _rows(labels: list[str]) -> list:  # type: ignore[type-arg]
     ]
 
 
-def test_runs_without_seeds_get_the_comparison_and_health_tables() -> None:
-    rows = _rows(["full", "clip"])
+def test_runs_without_full_get_no_paired_table() -> None:
+    rows = _rows(["a", "b"])
     sections = result_sections(rows)
-    assert [s.title for s in sections] == ["comparison", "training health"]
+    assert [s.title for s in sections] == [
+        "comparison",
+        "training health",
+        "what each ablation can act through",
+    ]
     health = [run_health(row.label, row.records) for row in rows]
-    assert sections_markdown(sections) == comparison_markdown(rows) + "\n" + health_markdown(health)
+    assert sections_markdown(sections).startswith(
+        comparison_markdown(rows) + "\n" + health_markdown(health)
+    )
     assert sections[0].table.row_count == 2
 
 
-def test_seeded_runs_add_the_per_variant_table() -> None:
-    rows = _rows([seed_label(v, s) for v in ("full", "clip") for s in (0, 1)])
-    sections = result_sections(rows)
-    assert [s.title for s in sections] == [spec.title for spec in RESULT_TABLES]
-    assert sections[-1].markdown.count("\n") == 2 + 2  # header, rule, a row per variant
+def test_full_and_a_variant_add_the_paired_table() -> None:
+    for labels in (["full", "clip"], [seed_label(v, s) for v in ("full", "clip") for s in (0, 1)]):
+        sections = result_sections(_rows(labels))
+        assert [s.title for s in sections] == [spec.title for spec in RESULT_TABLES]
+        assert sections[-1].markdown.count("\n") == 2 + 2  # header, rule, a row per variant
 
 
 def test_a_new_table_is_one_more_entry_and_skipped_where_it_does_not_apply() -> None:
@@ -46,5 +52,6 @@ def test_a_new_table_is_one_more_entry_and_skipped_where_it_does_not_apply() -> 
     )
     never = ResultTable("never", lambda rs: None, lambda rs, title: None)
     sections = result_sections(rows, (*RESULT_TABLES, extra, never))
-    assert [s.title for s in sections] == ["comparison", "training health", "labels"]
+    titles = [s.title for s in sections]
+    assert titles == [*(spec.title for spec in RESULT_TABLES), "labels"]
     assert sections[-1].markdown == "| run |\n|---|\n| full |\n| clip |\n"

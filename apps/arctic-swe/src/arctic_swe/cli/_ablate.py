@@ -60,9 +60,9 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
         default="",
         metavar="N,M,...",
         help="run every variant once per seed (run.seed; the warm start keeps the base "
-        "config's seed, so all seeds share it), each into OUT/<variant>/seed-<n>/, and add a "
-        "table per variant: seeds held, last third per seed, their spread, seeds pooled "
-        "(default: one run per variant at the base seed, in OUT/<variant>/)",
+        "config's seed, so all seeds share it), each into OUT/<variant>/seed-<n>/; the paired "
+        "table then gives each variant's per-seed difference to full with a t interval over "
+        "seeds (default: one run per variant at the base seed, in OUT/<variant>/)",
     )
     ablate.add_argument(
         "--variant-seeds",

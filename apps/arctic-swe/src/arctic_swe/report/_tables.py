@@ -22,10 +22,13 @@ from arctic_swe.metrics import (
     comparison_table,
     health_markdown,
     health_table,
+    mechanism_markdown,
+    mechanism_rows,
+    mechanism_table,
+    paired_markdown,
+    paired_rows,
+    paired_table,
     run_health,
-    seed_groups,
-    seeds_markdown,
-    seeds_table,
 )
 
 Rows = Sequence[ComparisonRow]
@@ -54,14 +57,14 @@ def _health(rows: Rows) -> list[RunHealth]:
     return [run_health(row.label, row.records) for row in rows]
 
 
-def _seeds_markdown(rows: Rows) -> str | None:
-    groups = seed_groups(rows)
-    return seeds_markdown(groups) if groups else None
+def _paired_markdown(rows: Rows) -> str | None:
+    paired = paired_rows(rows)
+    return paired_markdown(paired) if len(paired) > 1 else None
 
 
-def _seeds_rich(rows: Rows, title: str) -> Table | None:
-    groups = seed_groups(rows)
-    return seeds_table(groups, title=title) if groups else None
+def _paired_rich(rows: Rows, title: str) -> Table | None:
+    paired = paired_rows(rows)  # full and at least one variant: each against full, seed by seed
+    return paired_table(paired, title=title) if len(paired) > 1 else None
 
 
 #: The results tables, in the order they are printed and written.
@@ -72,7 +75,12 @@ RESULT_TABLES: tuple[ResultTable, ...] = (
         lambda rows: health_markdown(_health(rows)),
         lambda rows, title: health_table(_health(rows), title=title),
     ),
-    ResultTable("seeds per variant", _seeds_markdown, _seeds_rich),
+    ResultTable("paired with full, seed by seed", _paired_markdown, _paired_rich),
+    ResultTable(
+        "what each ablation can act through",
+        lambda rows: mechanism_markdown(mechanism_rows(rows)),
+        lambda rows, title: mechanism_table(mechanism_rows(rows), title=title),
+    ),
 )
 
 
