@@ -172,7 +172,9 @@ def test_a_reload_that_forgets_retired_tasks_is_caught() -> None:
 
 
 def test_a_pool_that_ignores_the_configured_rules_is_caught() -> None:
-    assert "the rules say" in violation(deck_contract(paper_rules_only))
+    # caught as a wrong retirement, or (configured "mastered") as one short of its streak
+    message = violation(deck_contract(paper_rules_only))
+    assert "the rules say" in message or "retired as mastered after" in message
 
 
 def test_a_pool_that_retires_short_of_the_mastery_streak_is_caught() -> None:

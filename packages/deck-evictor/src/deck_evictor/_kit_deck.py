@@ -189,10 +189,9 @@ class DeckContractMachine(RuleBasedStateMachine):
             " (only a failed replay probe may re-activate a task)",
         )
         got = None if retirement is None else retirement.reason
-        if got is RetireReason.EASY:
+        if got is RetireReason.EASY and self.eviction.easy is not None:
             check(
-                self.eviction.easy is not None
-                and self.correct_run[task_id] >= self.streak_needed(),
+                self.correct_run[task_id] >= self.streak_needed(),
                 f"{task_id} retired as mastered after {self.correct_run[task_id]} all-correct "
                 f"group(s) in a row; {self.eviction} needs {self.streak_needed()}",
             )
