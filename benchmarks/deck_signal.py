@@ -5,7 +5,8 @@ unsolvable, some nearly always solved, the rest learnable (p rises a little afte
 that carries signal, i.e. mixed successes). Every update samples ``groups`` tasks from a Deck and
 runs n = 8 rollouts each. We measure the share of rollouts that fall in all-0 or all-1 groups
 (zero group-relative advantage, hence zero gradient) without eviction, with the paper's easy+hard
-eviction, and with the final recipe's mastered-only eviction. Arctic-SWE §3.3 reports
+eviction, and with the final recipe's mastered-only eviction (streak 1 and 2, the latter also with
+replay feedback: a probe below 0.75 returns a forgotten task). Arctic-SWE §3.3 reports
 49.4 % → 19.6 % on R2E-Gym; the simulation reproduces the direction, not the
 numbers. Retired tasks also slowly lose skill (a "4B-like" forgetting rate), and replay probes
 show what the eviction-adjusted reward cannot.
@@ -47,13 +48,24 @@ def population(tasks: int, seed: int) -> np.ndarray:
 
 
 def simulate(
-    rules: EvictionRules, probs: np.ndarray, *, updates: int, groups: int, seed: int, forget: float
+    rules: EvictionRules,
+    probs: np.ndarray,
+    *,
+    updates: int,
+    groups: int,
+    seed: int,
+    forget: float,
+    reactivate_below: float | None = None,
 ) -> dict[str, Any]:
-    """Run ``updates`` updates; return the zero-variance share and reward/replay figures."""
+    """Run ``updates`` updates; return the zero-variance share and reward/replay figures.
+
+    ``reactivate_below``: replay feedback (a probe below it returns a forgotten task).
+    """
     p = probs.copy()
     ids = [f"task-{i}" for i in range(len(p))]
     index = {task_id: i for i, task_id in enumerate(ids)}
-    deck = Deck(ids, rules=rules, replay=ReplayPolicy(every=10, size=groups), seed=seed)
+    replay = ReplayPolicy(every=10, size=groups, reactivate_below=reactivate_below)
+    deck = Deck(ids, rules=rules, replay=replay, seed=seed)
     rng = np.random.default_rng(seed + 1)
     rollouts = zero_variance = 0
     exhausted_at: int | None = None
@@ -86,11 +98,38 @@ def simulate(
         "deck_exhausted_at_update": exhausted_at,
         "retired": len(deck.retired),
         "active_left": deck.active_count,
+        "reactivations": deck.reactivations,
         "adjusted_reward": reward.value,
         "replay_adjusted_reward": reward.replay_adjusted,
         "easy_replay_reward": replay.reward,
         "easy_mean_forgetting": replay.mean_forgetting,
         "initial_zero_variance_if_uniform": independent,
+    }
+
+
+#: (name, rules, replay feedback threshold) of each simulated deck.
+SIGNAL_RUNS: tuple[tuple[str, EvictionRules, float | None], ...] = (
+    ("no_eviction", EvictionRules.off(), None),
+    ("easy_hard", EvictionRules.paper(), None),
+    ("mastered_only", EvictionRules.mastered_only(), None),
+    ("mastered_2", EvictionRules.mastered_only(2), None),
+    ("mastered_2_feedback", EvictionRules.mastered_only(2), 0.75),
+)
+
+
+def signal_runs(probs: np.ndarray, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """Part 1 for every deck of :data:`SIGNAL_RUNS` on the same population and seed."""
+    return {
+        name: simulate(
+            rules,
+            probs,
+            updates=args.updates,
+            groups=args.groups,
+            seed=args.seed,
+            forget=args.forget,
+            reactivate_below=below,
+        )
+        for name, rules, below in SIGNAL_RUNS
     }
 
 
@@ -175,25 +214,11 @@ def main() -> None:
     if args.smoke:
         args.tasks, args.updates, args.cost_tasks, args.cost_calls = 200, 40, 5_000, 2_000
     probs = population(args.tasks, args.seed)
-    runs = {
-        name: simulate(
-            rules,
-            probs,
-            updates=args.updates,
-            groups=args.groups,
-            seed=args.seed,
-            forget=args.forget,
-        )
-        for name, rules in (
-            ("no_eviction", EvictionRules.off()),
-            ("easy_hard", EvictionRules.paper()),
-            ("mastered_only", EvictionRules.mastered_only()),
-        )
-    }
+    runs = signal_runs(probs, args)
     base = runs["no_eviction"]["zero_variance_share"]
     for name, run in runs.items():
         run["zero_variance_ratio_vs_no_eviction"] = run["zero_variance_share"] / base
-        print(f"{name:>14}: zero-variance share {run['zero_variance_share']:.1%}")
+        print(f"{name:>19}: zero-variance share {run['zero_variance_share']:.1%}")
     costs = cost(args.cost_tasks, args.cost_calls, args.seed)
     print(
         f"at {costs['tasks']} tasks: record {costs['record_us']:.2f} us "

@@ -22,6 +22,9 @@ from deck_evictor import (
         {"hard_consecutive_zero": 2.5},
         {"hard_consecutive_zero": True},
         {"min_group_size": 0},
+        {"easy": "mastered", "mastered_groups": 0},
+        {"mastered_groups": 1.5},
+        {"mastered_groups": True},
     ],
 )
 def test_bad_eviction_rules(kwargs: dict[str, object]) -> None:
@@ -53,3 +56,13 @@ def test_presets_and_reason_conversion() -> None:
     assert CurriculumFilter().max_solve_rate == pytest.approx(2 / 3)
     with pytest.raises(DeckError):
         CurriculumFilter(max_solve_rate=None)  # type: ignore[arg-type]
+
+
+def test_the_mastery_streak_each_rule_asks_for() -> None:
+    assert EvictionRules().mastery_streak == 1  # first all-correct group
+    assert EvictionRules(easy="first_all_correct", mastered_groups=3).mastery_streak == 1
+    assert EvictionRules(easy="mastered", mastered_groups=3).mastery_streak == 3
+    assert EvictionRules.off().mastery_streak is None
+    final = EvictionRules.mastered_only(2)
+    assert (final.easy, final.mastered_groups, final.hard_consecutive_zero) == ("mastered", 2, None)
+    assert EvictionRules.mastered_only().mastery_streak == 1  # the paper's single 8/8 group

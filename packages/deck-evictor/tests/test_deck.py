@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from deck_evictor import (
     Deck,
@@ -208,3 +210,55 @@ def test_update_clock_only_moves_forward() -> None:
     with pytest.raises(UpdateOrderError):
         deck.advance(4)
     assert deck.update == 5
+
+
+def test_mastered_rule_needs_its_streak_and_any_failure_restarts_it() -> None:
+    deck = Deck(ids(2), rules=EvictionRules.mastered_only(3), seed=0)
+    assert deck.record("task-000", 8, 8) is None
+    assert deck.record("task-000", 8, 8) is None
+    assert deck.record("task-000", 7, 8) is None  # streak broken at 2
+    assert deck.stats("task-000").consecutive_all_correct == 0
+    assert deck.record("task-000", 8, 8) is None
+    assert deck.record("task-000", 8, 8) is None
+    retirement = deck.record("task-000", 8, 8)
+    assert retirement is not None
+    assert retirement.reason is RetireReason.EASY
+    assert deck.stats("task-000").consecutive_all_correct == 3
+    for _ in range(5):  # never retired hard: the final recipe has no hard rule
+        assert deck.record("task-001", 0, 8) is None
+
+
+def test_a_small_group_extends_the_streak_but_never_triggers_retirement() -> None:
+    rules = EvictionRules(easy="mastered", mastered_groups=2, min_group_size=4)
+    deck = Deck(ids(1), rules=rules, seed=0)
+    assert deck.record("task-000", 8, 8) is None
+    assert deck.record("task-000", 2, 2) is None  # all-correct but too small to decide
+    retirement = deck.record("task-000", 4, 4)
+    assert retirement is not None
+    assert deck.stats("task-000").consecutive_all_correct == 3
+
+
+@settings(max_examples=150, deadline=None, database=None)
+@given(
+    groups=st.lists(
+        st.integers(1, 3).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))),
+        max_size=30,
+    ),
+    hard=st.sampled_from([None, 2]),
+    min_group=st.integers(1, 3),
+)
+def test_mastered_with_a_streak_of_one_decides_exactly_as_first_all_correct(
+    groups: list[tuple[int, int]], hard: int | None, min_group: int
+) -> None:
+    """The old easy rule stays reproducible under the new one (and its README figures with it)."""
+    first = Deck(ids(3), rules=EvictionRules(hard_consecutive_zero=hard, min_group_size=min_group))
+    mastered = Deck(
+        ids(3),
+        rules=EvictionRules(
+            easy="mastered", mastered_groups=1, hard_consecutive_zero=hard, min_group_size=min_group
+        ),
+    )
+    for index, (wins, n) in enumerate(groups):
+        task_id = ids(3)[index % 3]
+        assert first.record(task_id, wins, n) == mastered.record(task_id, wins, n)
+    assert first.retired == mastered.retired

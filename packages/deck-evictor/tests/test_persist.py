@@ -157,3 +157,33 @@ def test_sigkill_at_random_instants_leaves_old_or_new_state_and_resumes_exactly(
     # would tear the state; typically most of the 12 do.
     print(f"kills inside a save: {report.inside_save} of 12")
     assert report.inside_save >= 1
+
+
+def test_a_state_written_before_mastery_and_reactivation_counts_still_loads() -> None:
+    """A checkpoint from before ``mastered_groups`` and the two new task columns: it loads,
+    reactivations start at 0 and the all-correct streak is what the last group shows."""
+    deck = busy_deck()
+    old = deck.state_dict()
+    del old["rules"]["mastered_groups"]
+    del old["tasks"]["consecutive_all_correct"]
+    del old["tasks"]["times_reactivated"]
+    loaded = Deck.from_state_dict(old)
+    assert loaded.rules == deck.rules
+    assert loaded.reactivations == 0
+    columns = old["tasks"]
+    for task_id, wins, n in zip(
+        columns["task_ids"], columns["last_successes"], columns["last_n"], strict=True
+    ):
+        assert loaded.stats(task_id).consecutive_all_correct == int(n > 0 and wins == n)
+    for _ in range(5):
+        assert loaded.sample(4) == deck.sample(4)
+
+
+def test_reactivations_and_streaks_round_trip(tmp_path: Path) -> None:
+    deck = busy_deck()
+    assert deck.reactivations > 0  # busy_deck's probes bring some tasks back
+    path = tmp_path / "deck.state"
+    deck.save(path)
+    resumed = Deck.load(path)
+    assert resumed.reactivations == deck.reactivations
+    assert [resumed.stats(t) for t in resumed.task_ids] == [deck.stats(t) for t in deck.task_ids]

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from deck_evictor import Deck, NotRetiredError, ReplayPolicy, RetireReason
+from deck_evictor import Deck, EvictionRules, NotRetiredError, ReplayPolicy, RetireReason
 
 
 def retired_deck(policy: ReplayPolicy) -> Deck:
@@ -111,3 +111,39 @@ def test_probing_an_active_task_is_refused() -> None:
         deck.record_replay("a0", 1, 8)
     with pytest.raises(NotRetiredError):
         deck.reactivate("a0")
+
+
+def test_a_forgotten_mastered_task_must_earn_its_streak_again() -> None:
+    """Replay feedback: the probe that fails puts the task back with its history kept (counts,
+    times retired) and its streak restarted, so one lucky group cannot retire it again."""
+    deck = Deck(
+        ["m0", "a0"],
+        rules=EvictionRules.mastered_only(2),
+        replay=ReplayPolicy(every=1, min_age=0, reactivate_below=0.75),
+        seed=0,
+    )
+    deck.record("m0", 8, 8)
+    assert deck.record("m0", 8, 8) is not None
+    before = deck.stats("m0")
+    assert not deck.record_replay("m0", 6, 8).reactivated  # 0.75 is not below 0.75
+    assert deck.reactivations == 0
+    assert deck.record_replay("m0", 5, 8).reactivated
+    after = deck.stats("m0")
+    assert after.active
+    assert (after.groups, after.attempts, after.successes) == (2, 16, 16)  # history kept
+    assert (after.times_retired, after.times_reactivated) == (1, 1)
+    assert after.consecutive_all_correct == 0 < before.consecutive_all_correct
+    assert deck.reactivations == 1
+    assert deck.record("m0", 8, 8) is None  # one all-correct group is not a streak of two
+    again = deck.record("m0", 8, 8)
+    assert again is not None
+    assert deck.stats("m0").times_retired == 2
+
+
+def test_a_late_group_never_brings_a_retired_task_back() -> None:
+    deck = Deck(["m0"], rules=EvictionRules.mastered_only(1), seed=0)
+    deck.record("m0", 4, 4)
+    assert deck.record("m0", 0, 4) is None  # a straggler of the retired task fails
+    assert not deck.is_active("m0")
+    assert deck.stats("m0").late_groups == 1
+    assert deck.reactivations == 0

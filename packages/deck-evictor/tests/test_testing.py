@@ -121,6 +121,27 @@ def paper_rules_only(
     return Deck(task_ids, rules=EvictionRules(), replay=replay, seed=seed)
 
 
+def streak_blind(
+    task_ids: Sequence[str], *, rules: EvictionRules, replay: ReplayPolicy, seed: int
+) -> TaskPool:
+    """Broken: treats "mastered" as the first all-correct group, whatever the streak asked."""
+    if rules.easy == "mastered":
+        rules = EvictionRules(
+            hard_consecutive_zero=rules.hard_consecutive_zero, min_group_size=rules.min_group_size
+        )
+    return Deck(task_ids, rules=rules, replay=replay, seed=seed)
+
+
+class EagerReactivationPool(AuditedPool):
+    """Broken: any probe of a retired task puts it back, whatever it scored."""
+
+    def record_replay(self, task_id: str, successes: int, n: int) -> ReplayOutcome:
+        outcome = super().record_replay(task_id, successes, n)
+        if not outcome.reactivated:
+            self.deck.reactivate(task_id)
+        return outcome
+
+
 def forgetful_reload(deck: Deck) -> Deck:
     """Broken persistence: stores everything but which tasks were retired."""
     loaded = json_round_trip(deck)
@@ -151,7 +172,17 @@ def test_a_reload_that_forgets_retired_tasks_is_caught() -> None:
 
 
 def test_a_pool_that_ignores_the_configured_rules_is_caught() -> None:
-    assert "the rules say" in violation(deck_contract(paper_rules_only))
+    # caught as a wrong retirement, or (configured "mastered") as one short of its streak
+    message = violation(deck_contract(paper_rules_only))
+    assert "the rules say" in message or "retired as mastered after" in message
+
+
+def test_a_pool_that_retires_short_of_the_mastery_streak_is_caught() -> None:
+    assert "retired as mastered after" in violation(deck_contract(streak_blind))
+
+
+def test_a_pool_that_reactivates_after_a_passed_probe_is_caught() -> None:
+    assert "brought back" in violation(deck_contract(EagerReactivationPool))
 
 
 def test_replay_probes_leaking_into_training_statistics_are_caught() -> None:

@@ -24,6 +24,12 @@ def test_plain_lines_when_not_a_terminal(make_record: Record) -> None:
     assert "reward 0.500" in lines[1]
 
 
+def test_the_line_labels_the_imputed_reward_and_counts_returns(make_record: Record) -> None:
+    line = describe(make_record(4, 0.5, retired=3, reactivated=1))
+    assert "imputed 0.600 retired 3 (back 1)" in line
+    assert "adj" not in line
+
+
 def test_progress_bar_on_a_terminal(make_record: Record) -> None:
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=True, width=200)

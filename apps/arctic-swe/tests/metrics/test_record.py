@@ -89,3 +89,21 @@ def test_amend_sets_fields_on_one_line_and_keeps_the_cursor(
     with pytest.raises(MetricsError, match="not finite"):
         log.amend(1, {"pool_success": float("nan")})
     assert log.read() == records  # a refused change leaves the file as it was
+
+
+def test_replay_feedback_counts_round_trip_and_old_lines_read_as_none(
+    make_record: Record, tmp_path: Path
+) -> None:
+    """``replay_probes`` / ``reactivated`` (deck.reactivate_below) are logged per update; a log
+    written before them reads back with 0 for both."""
+    import json
+
+    log = MetricsLog(tmp_path / "metrics.jsonl")
+    log.append(make_record(1, 0.5, replay_probes=2, reactivated=1))
+    old = json.loads(make_record(2, 0.5).to_json())
+    del old["replay_probes"], old["reactivated"]
+    with log.path.open("a") as handle:
+        handle.write(json.dumps(old) + "\n")
+    first, second = log.read()
+    assert (first.replay_probes, first.reactivated) == (2, 1)
+    assert (second.replay_probes, second.reactivated) == (0, 0)

@@ -3,6 +3,8 @@ policies (different weights) with a tokenizer trained on the deck."""
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Iterator
 
 import pytest
@@ -33,6 +35,16 @@ TINY_LOOP = [
     "metrics.live=false",
     "metrics.plots=false",
     "trainer.micro_batch_rollouts=2",
+]
+
+
+#: ``pytestmark`` of a module that runs the real loop: namespace sandboxes, one torch thread.
+REAL_LOOP_MARKS = [
+    pytest.mark.skipif(
+        os.geteuid() != 0 or shutil.which("unshare") is None,
+        reason="the namespace sandbox needs root and unshare",
+    ),
+    pytest.mark.usefixtures("one_thread"),
 ]
 
 

@@ -26,10 +26,14 @@ def test_no_eviction_keeps_a_mastered_task_in_the_deck() -> None:
         _evictor(_config(), ["a", "b"]),
         _evictor(_config("deck.eviction=false"), ["a", "b"]),
     )
-    assert recipe.record("a", 8, 8) is not None  # all-correct group: retired (easy)
+    assert recipe.record("a", 8, 8) is None  # one all-correct group is not yet mastery
+    assert recipe.record("a", 8, 8) is not None  # the second in a row: retired (mastered)
     assert not recipe.is_active("a")
-    assert ablated.record("a", 8, 8) is None
+    for _ in range(5):  # never retired, however often it is solved (or failed)
+        assert ablated.record("a", 8, 8) is None
+        assert ablated.record("b", 0, 8) is None
     assert ablated.is_active("a")
+    assert ablated.retired == {}
     assert set(ablated.sample(2).task_ids) == {"a", "b"}  # still drawn for training
 
 

@@ -29,7 +29,10 @@ class RetireReason(enum.StrEnum):
     CURRICULUM_UNSOLVED = "curriculum_unsolved"
 
 
-EasyRule = Literal["first_all_correct"]
+#: How a task earns retirement as mastered: at its first all-correct group (the eviction
+#: experiment's easy rule), or after ``mastered_groups`` all-correct groups in a row.
+EasyRule = Literal["first_all_correct", "mastered"]
+EASY_RULES: tuple[EasyRule, ...] = ("first_all_correct", "mastered")
 
 
 def _positive_or_none(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -74,22 +77,35 @@ class EvictionRules:
     """When a task is retired from the active deck (Arctic-SWE §3.3).
 
     Attributes:
-        easy: ``"first_all_correct"`` retires a task the first time one of its groups is
-            all-correct (8/8 in the paper); ``None`` switches the easy rule off.
+        easy: the mastery rule. ``"first_all_correct"`` retires a task the first time one of its
+            groups is all-correct (8/8 in the paper's eviction experiment); ``"mastered"``
+            retires it once its last ``mastered_groups`` groups were all all-correct (a streak:
+            any group with a failure restarts it); ``None`` switches mastery retirement off.
+            ``"mastered"`` with ``mastered_groups=1`` decides exactly as ``"first_all_correct"``.
         hard_consecutive_zero: retire after this many consecutive all-zero groups (3 in the
             paper); ``None`` switches the hard rule off. The final recipe ("retire only mastered
-            tasks") is ``EvictionRules(hard_consecutive_zero=None)``.
+            tasks", Arctic-SWE §5) has it off.
         min_group_size: groups with fewer rollouts than this never trigger a rule (a 1/1 group
-            is weak evidence of mastery); they still count in the statistics.
+            is weak evidence of mastery); they still count in the statistics and the streaks.
+        mastered_groups: the streak of all-correct groups ``"mastered"`` requires (ignored by
+            the other rules). Default 1: the paper's single all-correct group.
     """
 
     easy: EasyRule | None = "first_all_correct"
     hard_consecutive_zero: int | None = attrs.field(default=3, validator=_positive_or_none)
     min_group_size: int = attrs.field(default=1, validator=_positive)
+    mastered_groups: int = attrs.field(default=1, validator=_positive)
 
     def __attrs_post_init__(self) -> None:
-        if self.easy not in ("first_all_correct", None):
-            raise InvalidConfigError(f"easy must be 'first_all_correct' or None, got {self.easy!r}")
+        if self.easy is not None and self.easy not in EASY_RULES:
+            raise InvalidConfigError(f"easy must be one of {EASY_RULES} or None, got {self.easy!r}")
+
+    @property
+    def mastery_streak(self) -> int | None:
+        """All-correct groups in a row that retire a task as mastered (``None``: rule off)."""
+        if self.easy is None:
+            return None
+        return self.mastered_groups if self.easy == "mastered" else 1
 
     @classmethod
     def paper(cls) -> EvictionRules:
@@ -97,9 +113,13 @@ class EvictionRules:
         return cls()
 
     @classmethod
-    def mastered_only(cls) -> EvictionRules:
-        """The final recipe of Arctic-SWE §5: retire only mastered (all-correct) tasks."""
-        return cls(hard_consecutive_zero=None)
+    def mastered_only(cls, groups: int = 1) -> EvictionRules:
+        """The final recipe of Arctic-SWE §5: retire only mastered tasks, never hard ones.
+
+        A task is mastered after ``groups`` all-correct groups in a row (1: the paper's single
+        all-correct group).
+        """
+        return cls(easy="mastered", hard_consecutive_zero=None, mastered_groups=groups)
 
     @classmethod
     def off(cls) -> EvictionRules:
@@ -120,7 +140,9 @@ class ReplayPolicy:
         min_age: a task becomes eligible ``min_age`` updates after its retirement.
         reasons: which retirement reasons are probed (curriculum drops are not, by default).
         reactivate_below: an ``EASY`` task whose probe success rate falls strictly below this is
-            put back into the active deck (forgotten); ``None`` never re-activates.
+            put back into the active deck (forgotten: replay feedback); ``None`` never
+            re-activates. The task keeps its cumulative counts; its streaks restart, so it must
+            earn retirement again from scratch.
         reactivate_hard_at_or_above: a ``HARD`` task whose probe success rate reaches this is put
             back (it became learnable); ``None`` never re-activates.
     """

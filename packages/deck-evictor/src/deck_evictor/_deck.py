@@ -176,6 +176,11 @@ class Deck:
         return tuple(r.task_id for r, on in zip(self._records, self._active, strict=True) if on)
 
     @property
+    def reactivations(self) -> int:
+        """Returns from retirement over the whole run (replay feedback and manual), all tasks."""
+        return sum(record.times_reactivated for record in self._records)
+
+    @property
     def exhausted(self) -> bool:
         """True when no active task is left (everything retired or dropped)."""
         return self._active_count == 0
@@ -237,27 +242,25 @@ class Deck:
         index = self._index_of(task_id)
         wins, size = _group(successes, n)
         record = self._records[index]
-        record.groups += 1
-        record.attempts += size
-        record.successes += wins
-        record.last_successes, record.last_n = wins, size
-        record.consecutive_zero = record.consecutive_zero + 1 if wins == 0 else 0
+        record.add_group(wins, size)
         if record.reason is not None:
             record.late_groups += 1
             return None
-        reason = self._due(record.consecutive_zero, wins, size)
+        reason = self._due(record, size)
         if reason is None:
             return None
         return self._retire(index, reason, wins, size)
 
-    def _due(self, consecutive_zero: int, wins: int, size: int) -> RetireReason | None:
+    def _due(self, record: TaskRecord, size: int) -> RetireReason | None:
+        """The rule this group triggers, if any (streaks already include the group)."""
         rules = self._rules
         if size < rules.min_group_size:
             return None
-        if rules.easy == "first_all_correct" and wins == size:
+        streak = rules.mastery_streak
+        if streak is not None and record.consecutive_all_correct >= streak:
             return RetireReason.EASY
         hard = rules.hard_consecutive_zero
-        if hard is not None and consecutive_zero >= hard:
+        if hard is not None and record.consecutive_zero >= hard:
             return RetireReason.HARD
         return None
 
@@ -272,7 +275,9 @@ class Deck:
         """Put a retired task back into the active deck.
 
         It is drawn again within the current pass if the pass has not reached it yet, otherwise
-        in the next pass; its zero-run restarts and its training counts are kept.
+        in the next pass. Its training counts are kept; its zero-run and all-correct streak
+        restart (so the ``"mastered"`` rule needs a fresh streak), and ``times_reactivated``
+        and :attr:`reactivations` count it.
 
         Raises :class:`NotRetiredError` if the task is active.
         """

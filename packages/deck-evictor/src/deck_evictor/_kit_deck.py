@@ -5,9 +5,11 @@ The machine drives the pool with draws, training groups, replay probes, clock ad
 task's status, zero-run and counts. Checked after every step: a retired task is never sampled;
 the easy/hard rules fire exactly when due and never otherwise; training counts are conserved
 (every recorded rollout counted once, replay rollouts never leak in); active + retired = all
-tasks; within a pass no task repeats and a finished pass covered every task that stayed active
-through it; re-activation follows the replay policy; a reload changes nothing observable and
-continues the same draws.
+tasks; no task is both retired and active; the mastery rule never retires a task short of its
+streak of all-correct groups; a retired task comes back only through a replay probe whose rate
+the policy calls a failure (and it is then counted as reactivated); within a pass no task
+repeats and a finished pass covered every task that stayed active through it; a reload changes
+nothing observable and continues the same draws.
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ class DeckContractMachine(RuleBasedStateMachine):
         self.eviction = EvictionRules()
         self.status: dict[str, RetireReason | None] = {}
         self.zero_run: dict[str, int] = {}
+        self.correct_run: dict[str, int] = {}
+        self.reactivated: dict[str, int] = {}
         self.attempts: dict[str, int] = {}
         self.successes: dict[str, int] = {}
         self.pass_members: dict[int, set[str]] = {}
@@ -77,9 +81,10 @@ class DeckContractMachine(RuleBasedStateMachine):
         return self.pool
 
     @initialize(
-        easy=st.sampled_from(["first_all_correct", None]),
+        easy=st.sampled_from(["first_all_correct", "mastered", None]),
         hard=st.sampled_from([None, 1, 2, 3]),
         min_group=st.integers(1, 3),
+        mastered_groups=st.integers(1, 3),
         reactivate_below=st.sampled_from([None, 0.5]),
         reactivate_hard=st.sampled_from([None, 0.5]),
         seed=st.integers(0, 2**32),
@@ -89,12 +94,16 @@ class DeckContractMachine(RuleBasedStateMachine):
         easy: Any,
         hard: int | None,
         min_group: int,
+        mastered_groups: int,
         reactivate_below: float | None,
         reactivate_hard: float | None,
         seed: int,
     ) -> None:
         self.eviction = EvictionRules(
-            easy=easy, hard_consecutive_zero=hard, min_group_size=min_group
+            easy=easy,
+            hard_consecutive_zero=hard,
+            min_group_size=min_group,
+            mastered_groups=mastered_groups,
         )
         replay = ReplayPolicy(
             every=1,
@@ -107,6 +116,8 @@ class DeckContractMachine(RuleBasedStateMachine):
         check(tuple(self.deck.task_ids) == TASKS, f"pool holds {self.deck.task_ids}, not {TASKS}")
         self.status = dict.fromkeys(TASKS)
         self.zero_run = dict.fromkeys(TASKS, 0)
+        self.correct_run = dict.fromkeys(TASKS, 0)
+        self.reactivated = dict.fromkeys(TASKS, 0)
         self.attempts = dict.fromkeys(TASKS, 0)
         self.successes = dict.fromkeys(TASKS, 0)
 
@@ -116,12 +127,16 @@ class DeckContractMachine(RuleBasedStateMachine):
     def due(self, task_id: str, wins: int, n: int) -> RetireReason | None:
         if self.status[task_id] is not None or n < self.eviction.min_group_size:
             return None
-        if self.eviction.easy is not None and wins == n:
+        if self.eviction.easy is not None and self.correct_run[task_id] >= self.streak_needed():
             return RetireReason.EASY
         hard = self.eviction.hard_consecutive_zero
         if hard is not None and self.zero_run[task_id] >= hard:
             return RetireReason.HARD
         return None
+
+    def streak_needed(self) -> int:
+        """All-correct groups in a row the mastery rule asks for (the rule spelled out)."""
+        return self.eviction.mastered_groups if self.eviction.easy == "mastered" else 1
 
     def reactivates(self, task_id: str, rate: float) -> bool:
         policy = self.deck.replay_policy
@@ -164,9 +179,22 @@ class DeckContractMachine(RuleBasedStateMachine):
         self.attempts[task_id] += n
         self.successes[task_id] += wins
         self.zero_run[task_id] = self.zero_run[task_id] + 1 if wins == 0 else 0
+        self.correct_run[task_id] = self.correct_run[task_id] + 1 if wins == n else 0
         expected = self.due(task_id, wins, n)
+        retired_before = set(self.deck.retired)
         retirement = self.deck.record(task_id, wins, n)
+        check(
+            not retired_before - set(self.deck.retired),
+            f"record({task_id!r}, ...) brought back {sorted(retired_before - set(self.deck.retired))}"
+            " (only a failed replay probe may re-activate a task)",
+        )
         got = None if retirement is None else retirement.reason
+        if got is RetireReason.EASY and self.eviction.easy is not None:
+            check(
+                self.correct_run[task_id] >= self.streak_needed(),
+                f"{task_id} retired as mastered after {self.correct_run[task_id]} all-correct "
+                f"group(s) in a row; {self.eviction} needs {self.streak_needed()}",
+            )
         check(
             got is expected,
             f"record({task_id!r}, {wins}, {n}) retired it as {got}, the rules say {expected} "
@@ -188,8 +216,14 @@ class DeckContractMachine(RuleBasedStateMachine):
         task_id = data.draw(st.sampled_from(due))
         n = data.draw(st.integers(1, 4))
         wins = data.draw(st.integers(0, n))
+        retired_before = set(self.deck.retired)
         outcome = self.deck.record_replay(task_id, wins, n)
         expect_back = self.reactivates(task_id, wins / n)
+        back = retired_before - set(self.deck.retired)
+        check(
+            back == ({task_id} if expect_back else set()),
+            f"probe {wins}/{n} of {task_id} brought back {sorted(back)}",
+        )
         check(
             outcome.reactivated == expect_back,
             f"probe {wins}/{n} of {self.status[task_id]} task {task_id}: reactivated="
@@ -198,6 +232,8 @@ class DeckContractMachine(RuleBasedStateMachine):
         if expect_back:
             self.status[task_id] = None
             self.zero_run[task_id] = 0
+            self.correct_run[task_id] = 0
+            self.reactivated[task_id] += 1
 
     @rule()
     def advance(self) -> None:
@@ -257,6 +293,20 @@ class DeckContractMachine(RuleBasedStateMachine):
         if self.pool is None:
             return
         active = set(self.deck.active_ids)
+        both = active & set(self.deck.retired)
+        check(not both, f"task(s) {sorted(both)} are both active and retired")
+        for task_id in TASKS:
+            stats = self.deck.stats(task_id)
+            check(
+                stats.times_reactivated == self.reactivated[task_id],
+                f"{task_id} counts {stats.times_reactivated} reactivations, "
+                f"{self.reactivated[task_id]} failed probes brought it back",
+            )
+            check(
+                stats.consecutive_all_correct == self.correct_run[task_id],
+                f"{task_id}'s all-correct streak is {stats.consecutive_all_correct}, "
+                f"the groups recorded give {self.correct_run[task_id]}",
+            )
         check(active == self.active(), f"active tasks {sorted(active)} != {sorted(self.active())}")
         retired = {t: r.reason for t, r in self.deck.retired.items()}
         expected = {t: s for t, s in self.status.items() if s is not None}

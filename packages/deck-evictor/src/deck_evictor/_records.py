@@ -67,6 +67,10 @@ class TaskStats:
         consecutive_zero: current run of all-zero groups (reset by any success).
         late_groups: groups recorded while the task was already retired (async stragglers).
         times_retired: how often the task has been retired (re-activation makes this > 1).
+        consecutive_all_correct: current run of all-correct groups (reset by any failure and by
+            re-activation); the ``"mastered"`` rule retires at ``mastered_groups``.
+        times_reactivated: how often the task came back from retirement (replay feedback or
+            :meth:`Deck.reactivate`).
     """
 
     task_id: str
@@ -77,6 +81,8 @@ class TaskStats:
     consecutive_zero: int
     late_groups: int
     times_retired: int
+    consecutive_all_correct: int = 0
+    times_reactivated: int = 0
 
     @property
     def active(self) -> bool:

@@ -3,6 +3,10 @@
 Everything that decides future behaviour is here — configuration, the update clock, per-task
 counters, retirement order and the sampler (generator state, permutation, cursor) — so a deck
 rebuilt from it continues exactly, draw for draw.
+
+Fields added later (``rules.mastered_groups``, the ``consecutive_all_correct`` and
+``times_reactivated`` task columns) are optional when loading, so a state file written before
+them still loads (with the defaults / derived values documented where they are read).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ def deck_to_payload(deck: Deck) -> dict[str, Any]:
             "easy": rules.easy,
             "hard_consecutive_zero": rules.hard_consecutive_zero,
             "min_group_size": rules.min_group_size,
+            "mastered_groups": rules.mastered_groups,
         },
         "replay": {
             "every": replay.every,

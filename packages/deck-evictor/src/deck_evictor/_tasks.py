@@ -36,7 +36,13 @@ COUNTERS: tuple[str, ...] = (
     "last_probe_update",
     "last_probe_successes",
     "last_probe_n",
+    "consecutive_all_correct",
+    "times_reactivated",
 )
+
+#: Columns added after the first state files were written: a file without them loads with
+#: these derived from the columns it has (see :func:`from_columns`).
+LATER_COUNTERS: frozenset[str] = frozenset({"consecutive_all_correct", "times_reactivated"})
 
 
 @attrs.define(slots=True)
@@ -62,6 +68,8 @@ class TaskRecord:
     last_probe_update: int = -1
     last_probe_successes: int = -1
     last_probe_n: int = -1
+    consecutive_all_correct: int = 0
+    times_reactivated: int = 0
 
     def retirement(self) -> Retirement | None:
         if self.reason is None:
@@ -80,6 +88,8 @@ class TaskRecord:
             consecutive_zero=self.consecutive_zero,
             late_groups=self.late_groups,
             times_retired=self.times_retired,
+            consecutive_all_correct=self.consecutive_all_correct,
+            times_reactivated=self.times_reactivated,
         )
 
     def forgetting(self) -> ForgettingStat | None:
@@ -110,9 +120,22 @@ class TaskRecord:
         assert retirement is not None
         return retirement
 
+    def add_group(self, wins: int, size: int) -> None:
+        """Count one training group (active or late) and extend or restart both streaks."""
+        self.groups += 1
+        self.attempts += size
+        self.successes += wins
+        self.last_successes, self.last_n = wins, size
+        self.consecutive_zero = self.consecutive_zero + 1 if wins == 0 else 0
+        self.consecutive_all_correct = self.consecutive_all_correct + 1 if wins == size else 0
+
     def reactivate(self) -> None:
+        """Back to the active deck: cumulative counts are kept (they are the task's history);
+        both streaks restart, so retirement must be earned again by new groups."""
         self.reason = None
         self.consecutive_zero = 0
+        self.consecutive_all_correct = 0
+        self.times_reactivated += 1
 
 
 def validated_ids(task_ids: Iterable[str]) -> tuple[list[str], dict[str, int]]:
@@ -148,7 +171,8 @@ def from_columns(columns: dict[str, Any]) -> list[TaskRecord]:
         raise TypeError("task_ids must be a list of str")
     length = len(task_ids)
     reasons = columns["reason"]
-    counters = {name: columns[name] for name in COUNTERS}
+    counters = {name: columns[name] for name in COUNTERS if name not in LATER_COUNTERS}
+    counters.update({name: columns[name] for name in LATER_COUNTERS if name in columns})
     for name, values in (("reason", reasons), *counters.items()):
         if not isinstance(values, list) or len(values) != length:
             raise ValueError(f"column {name!r} does not match the {length} task ids")
@@ -156,9 +180,23 @@ def from_columns(columns: dict[str, Any]) -> list[TaskRecord]:
         if not set(map(type, values)) <= {int}:  # exact type: bool is not a counter either
             raise TypeError(f"column {name!r} holds a non-integer")
     parsed = [None if reason is None else RetireReason(reason) for reason in reasons]
+    _derive_later_counters(counters, length)
     columns_in_order = [counters[name] for name in COUNTERS]
     # Positional construction follows the field order of TaskRecord, which COUNTERS mirrors.
     return [
         TaskRecord(task_id, reason, *values)
         for task_id, reason, *values in zip(task_ids, parsed, *columns_in_order, strict=True)
     ]
+
+
+def _derive_later_counters(counters: dict[str, list[int]], length: int) -> None:
+    """Fill the columns an older state file lacks: reactivations were not counted (0), and the
+    all-correct streak is what the last group shows (1 if it was all-correct, else 0) — exact
+    for ``"first_all_correct"``, the only mastery rule such files could hold."""
+    if "times_reactivated" not in counters:
+        counters["times_reactivated"] = [0] * length
+    if "consecutive_all_correct" not in counters:
+        counters["consecutive_all_correct"] = [
+            int(n > 0 and wins == n)
+            for wins, n in zip(counters["last_successes"], counters["last_n"], strict=True)
+        ]

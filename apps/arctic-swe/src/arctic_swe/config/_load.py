@@ -24,6 +24,7 @@ from arctic_swe.config._schema import (
     PROCEDURAL_DECK,
     RATIO_CONTROLS,
     REFRESH_MODES,
+    RETIRE_RULES,
     ROUTING_POLICIES,
     SECTIONS,
     TRAINER_KINDS,
@@ -65,9 +66,10 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "tiny-http": {"engine": {"kind": "http", "launch": 2}},
     # The tiny sizes for up to 360 updates (``arctic-swe ablate --preset long``, the nightly
     # session), a checkpoint every 10 (each a full save of the policy and the AdamW state).
-    # A run that solves its pool runs out of tasks first (eviction, no reactivation): the full
-    # recipe retired every task at update 109 (22 min of loop on 2 cores) and stopped; a run
-    # that stops solving keeps its unsolved tasks and runs all 360 (results/ablations.md, long runs).
+    # A run that solves its pool can run out of tasks first: under the earlier rule (first
+    # all-correct group, no reactivation) the full recipe retired every task at update 109
+    # (22 min of loop on 2 cores) and stopped; a run that stops solving keeps its unsolved tasks
+    # and runs all 360 (results/ablations.md, long runs).
     "long": {"run": {"updates": 360, "checkpoint_every": 10}},
 }
 
@@ -189,7 +191,18 @@ def validate(config: RunConfig) -> None:
         f"{deck.groups_per_update} groups per update cannot be drawn from {deck.pool_size} tasks",
     )
     require(deck.rollouts_per_group >= 2, "deck.rollouts_per_group", "must be >= 2 (advantages)")
+    require(
+        deck.retire_rule in RETIRE_RULES,
+        "deck.retire_rule",
+        f"must be one of {RETIRE_RULES}, got {deck.retire_rule!r}",
+    )
+    require(deck.mastered_groups >= 1, "deck.mastered_groups", "must be >= 1")
     require(deck.hard_consecutive_zero >= 0, "deck.hard_consecutive_zero", "must be >= 0")
+    require(
+        0.0 <= deck.reactivate_below <= 1.0,
+        "deck.reactivate_below",
+        "must be in [0, 1] (0 = probes never bring a task back)",
+    )
     require(deck.replay_every >= 1, "deck.replay_every", "must be >= 1")
     require(deck.replay_size >= 0, "deck.replay_size", "must be >= 0")
     require(

@@ -19,6 +19,8 @@ AGGREGATIONS = ("token_mean", "rollout_mean")
 TRAINER_KINDS = ("inprocess", "remote")
 INVALID_REWARDS = (0.0, -1.0)  # trainer.invalid_reward: off, or the paper's final recipe
 PROCEDURAL_DECK = "procedural"
+# deck.retire_rule: how a task earns retirement as mastered (deck-evictor's mastery rules)
+RETIRE_RULES = ("mastered", "first_all_correct")
 
 
 @attrs.frozen
@@ -52,9 +54,9 @@ class RunSection:
     # every pool evaluation from streams of its own (0 = off; decks without one skip it), so
     # memorising the pool and learning the skill are told apart (RUN/evaluations.jsonl).
     heldout_eval_samples: int = 1
-    # Stop once this many updates in a row had no gradient at all (0 = never). The recipe
-    # never reactivates a retired task, so a run whose remaining tasks all score zero trains
-    # on zero-advantage groups for good (a bf16-state long run: 91 in a row, then SIGTERM);
+    # Stop once this many updates in a row had no gradient at all (0 = never). A run whose
+    # remaining active tasks all score zero trains on zero-advantage groups until a replay
+    # probe brings a forgotten task back, if ever (a bf16-state long run: 91 in a row, then SIGTERM);
     # off in every preset, so runs of one preset keep one budget.
     stop_after_zero_gradient: int = 0
 
@@ -69,10 +71,22 @@ class DeckSection:
     # pool (results/stress-test.md); 2 x 8 keeps 16 rollouts per update.
     groups_per_update: int = 2
     rollouts_per_group: int = 8
-    eviction: bool = True  # retire a task at its first all-correct group (the final recipe)
+    # Eviction as the final recipe has it (Arctic-SWE §5, "retire only mastered tasks"; §3.3):
+    # false = never retire a task (the no-eviction ablation; the keys below then do nothing).
+    eviction: bool = True
+    # "mastered": retire a task once its last ``mastered_groups`` groups were all all-correct;
+    # "first_all_correct": at its first all-correct group (the eviction experiment's easy rule,
+    # = "mastered" with 1 group). At 8 rollouts a task solving 80 % of them still gets an 8/8
+    # group 17 % of the time; two in a row 2.8 %.
+    retire_rule: str = "mastered"
+    mastered_groups: int = 2
     hard_consecutive_zero: int = 0  # 0 = never retire hard tasks (the final recipe)
     replay_every: int = 5  # updates between replay probes of retired tasks
     replay_size: int = 2  # retired tasks probed per replay (0: no replay probes)
+    # Replay feedback: a retired task whose probe (``rollouts_per_group`` rollouts) solves a
+    # share strictly below this is forgotten and returns to the pool, its streak restarted
+    # (0 = probes only measure). At 8 rollouts, 0.75 brings back a task probed at 5/8 or less.
+    reactivate_below: float = 0.75
     # Where the RL pool comes from: "procedural" (the embedded deck in --deck, generated if
     # absent) or the path of a JSON-lines file of task rows: the tasks.jsonl that ``arctic-swe
     # deck import`` writes, swe-curate's kept.jsonl, or SWE-bench / SWE-rebench / R2E-Gym rows.

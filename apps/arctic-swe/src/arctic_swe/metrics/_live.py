@@ -21,7 +21,10 @@ from arctic_swe.metrics._record import UpdateMetrics
 def describe(record: UpdateMetrics) -> str:
     """One line with the figures a person watches."""
     return (
-        f"step {record.step}: reward {record.reward:.3f} adj {record.adjusted_reward:.3f} "
+        f"step {record.step}: reward {record.reward:.3f} "
+        # the eviction-adjusted reward counts retired tasks 1.0: say so where it is read
+        f"imputed {record.adjusted_reward:.3f} retired {record.retired} "
+        f"(back {record.reactivated}) "
         f"kl {record.mismatch_kl:.1e} masked {record.masked_frac:.3f} "
         f"lag {record.lag_mean:.2f}/{record.lag_max} stale {record.stale_dropped} "
         f"wait {record.wait_seconds:.1f}s train {record.train_seconds:.1f}s "

@@ -27,9 +27,12 @@ class UpdateMetrics:
     """Every figure of one update (all scalars finite; rates in [0, 1]).
 
     Reward: ``reward`` is the mean gated reward of the rollouts trained on this update;
-    ``adjusted_reward`` the deck's eviction-adjusted reward (retired-easy tasks count 1.0);
-    ``replay_reward`` the success rate of replay probes of retired tasks (NaN-free: ``-1`` when
-    no probe has run yet). Policy: ``entropy``, ``mismatch_kl`` (mean ω - log ω - 1),
+    ``adjusted_reward`` the deck's eviction-adjusted reward — *imputed*: a retired mastered task
+    counts 1.0 however it would score now, so it is a training-side figure and never part of a
+    verdict; ``replay_reward`` the success rate of replay probes of retired tasks (NaN-free:
+    ``-1`` when no probe has run yet). Deck: ``retired`` / ``active_tasks`` after the update,
+    ``replay_probes`` probes recorded during it and ``reactivated`` of them that found their task
+    forgotten and put it back in the pool. Policy: ``entropy``, ``mismatch_kl`` (mean ω - log ω - 1),
     ``masked_frac`` (IcePop). Staleness: ``lag_mean``/``lag_max`` (updates between sampling and
     training), ``stale_dropped``. Time: ``wait_seconds`` (trainer idle, waiting for a batch),
     ``train_seconds`` (compute), ``refresh_seconds``; ``tokens_per_second`` generated tokens per
@@ -104,6 +107,9 @@ class UpdateMetrics:
     kl_full_attention: float = -1.0  # only softmax attention on its decode path
     kl_audit_tokens: int = 0  # tokens the audit scored
     kl_audit_seconds: float = 0.0  # its wall time (worker thread, generation goes on)
+    # Replay feedback (deck.reactivate_below); 0 in logs written before these fields.
+    replay_probes: int = 0  # replay probes of retired tasks recorded during this update
+    reactivated: int = 0  # of those, probes that found the task forgotten: back in the pool
 
     def __post_init__(self) -> None:
         for item in fields(self):

@@ -13,8 +13,8 @@ loop cannot tell them apart, and in both the event loop keeps generating during 
 After each optimizer step: the new weights are written once (safetensors) and every engine
 refreshes through the router's protocol (pause admission, load, invalidate caches: a turn in
 flight is re-prefilled, a parked sequence released; resume); the deck records the trained
-groups (eviction), replay probes of retired tasks are launched, the metrics line is written,
-and a checkpoint is taken.
+groups (eviction), replay probes of retired tasks are launched (a probe that finds a task
+forgotten puts it back in the pool), the metrics line is written, and a checkpoint is taken.
 """
 
 from __future__ import annotations
@@ -87,6 +87,8 @@ class _Counters:
     lost_rollouts: int = 0
     released_rollouts: int = 0
     engine_groups: dict[str, int] = field(default_factory=dict)
+    replay_probes: int = 0  # probes of retired tasks recorded this update
+    reactivated: int = 0  # of those, probes that brought a forgotten task back
 
 
 class RLLoop:
@@ -205,11 +207,7 @@ class RLLoop:
                 raise self.bugs[0]
             self._count(outcome)
             if outcome.probe:
-                self.probing.discard(outcome.task_id)
-                if outcome.trajectories:
-                    parts.deck.record_replay(
-                        outcome.task_id, outcome.successes, len(outcome.trajectories)
-                    )
+                self._record_probe(outcome)
                 continue
             if outcome.record is None or len(outcome.trajectories) < 1:
                 # Its rollouts were already counted as lost (engine down) or dropped (sandbox).
@@ -224,6 +222,24 @@ class RLLoop:
                 continue
             kept.append(outcome)
         return kept
+
+    def _record_probe(self, outcome: GroupOutcome) -> None:
+        """Replay feedback (Arctic-SWE §3.3, "Scale Findings"): the probe's score goes to the
+        deck, which puts the task back in the pool when it was forgotten
+        (``deck.reactivate_below``); if the deck had run dry, training resumes on it."""
+        parts = self.parts
+        self.probing.discard(outcome.task_id)
+        if not outcome.trajectories:
+            return
+        was_dry = parts.deck.exhausted  # its batches launched no training group
+        result = parts.deck.record_replay(
+            outcome.task_id, outcome.successes, len(outcome.trajectories)
+        )
+        self.counters.replay_probes += 1
+        if result.reactivated:
+            self.counters.reactivated += 1
+            if was_dry:
+                self._launch_batch()
 
     def _count(self, outcome: GroupOutcome) -> None:
         counters = self.counters
@@ -412,6 +428,8 @@ class RLLoop:
             engine_groups=dict(sorted(self.counters.engine_groups.items())),
             lag_token_mean=lag.mean_token_lag,  # per token: versions change inside turns
             replay_adjusted=_finite(adjusted.replay_adjusted, _finite(adjusted.value, -1.0)),
+            replay_probes=self.counters.replay_probes,
+            reactivated=self.counters.reactivated,
         )
 
 

@@ -86,13 +86,29 @@ def routing_policy(config: RunConfig) -> LeastLoaded | SessionHash:
 
 
 def _evictor(config: RunConfig, task_ids: list[str]) -> Deck:
+    """The deck of ``config.deck`` (Arctic-SWE §3.3 eviction; §5 "retire only mastered tasks").
+
+    ``deck.eviction = false`` retires nothing, whatever the other keys say (the no-eviction
+    ablation). Otherwise a task retires as mastered by ``deck.retire_rule`` (``mastered``: its
+    last ``deck.mastered_groups`` groups all-correct), as hard after
+    ``deck.hard_consecutive_zero`` all-zero groups (0 = never), and a replay probe that solves
+    less than ``deck.reactivate_below`` of its rollouts puts a mastered task back (0 = never).
+    """
     d = config.deck
     if not d.eviction:
         rules = EvictionRules.off()
     else:
-        rules = EvictionRules(hard_consecutive_zero=d.hard_consecutive_zero or None)
+        rules = EvictionRules(
+            easy="mastered" if d.retire_rule == "mastered" else "first_all_correct",
+            mastered_groups=d.mastered_groups,
+            hard_consecutive_zero=d.hard_consecutive_zero or None,
+        )
     # replay_size 0 means no probes: the loop never asks for them; the policy needs size >= 1.
-    replay = ReplayPolicy(every=d.replay_every, size=max(1, d.replay_size))
+    replay = ReplayPolicy(
+        every=d.replay_every,
+        size=max(1, d.replay_size),
+        reactivate_below=d.reactivate_below or None,
+    )
     return Deck(task_ids, rules=rules, replay=replay, seed=config.run.seed)
 
 
