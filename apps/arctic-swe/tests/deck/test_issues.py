@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -111,3 +112,13 @@ def test_an_unknown_style_is_a_config_error() -> None:
     facts = IssueFacts("p/m.py", spec, "", "", "return 1", "return 2", "t::test_f")
     with pytest.raises(DeckConfigError, match="issue_style"):
         write_issue("verbose", facts)
+
+
+@pytest.mark.parametrize("doc", ["docs/harness-and-deck.md", "README.md"])
+def test_the_documented_examples_are_what_the_generator_writes(doc: str) -> None:
+    text = (Path(__file__).resolve().parents[2] / doc).read_text()
+    blocks = re.findall(r"^```\n(.*?)^```$", text, flags=re.DOTALL | re.MULTILINE)
+    for style in ("line", "behaviour"):
+        config = DeckConfig(0, pool_size=2, heldout_size=0, warmstart_size=0, issue_style=style)
+        issue = generate_tasks(config)["pool"][1].issue
+        assert issue in blocks, style
