@@ -38,7 +38,10 @@ def test_unknown_command_is_a_usage_error() -> None:
 @pytest.mark.parametrize(
     ("argv", "options"),
     [
-        (["deck", "build", "--help"], ["--out", "--seed", "--pool-size", "--validate", "--reruns"]),
+        (
+            ["deck", "build", "--help"],
+            ["--out", "--seed", "--pool-size", "--validate", "--reruns", "--issue-style"],
+        ),
         (["warmstart", "--help"], ["--deck", "--out", "--tasks", "--steps", "--lr"]),
         (["rollout", "--help"], ["--deck", "--policy", "--tasks", "--split", "--show"]),
         (["evaluate", "--help"], ["POLICY", "--deck", "--samples", "--split", "--seed", "--json"]),
@@ -83,6 +86,7 @@ def test_help_shows_defaults_but_not_empty_ones(
         ["deck"],
         ["deck", "build", "--pool-size", "0"],
         ["deck", "build", "--validate", "maybe"],
+        ["deck", "build", "--issue-style", "lines"],
         ["rollout", "--tasks", "-3"],
         ["evaluate"],
         ["evaluate", "runs/x", "--samples", "0"],
@@ -106,6 +110,21 @@ def test_deck_build_writes_the_deck_and_its_tokenizer(
     assert "pool 3, held-out 1, warm-start 2" in " ".join(capsys.readouterr().out.split())
     assert len(load_deck(out).split("pool")) == 3
     assert (out / "tokenizer" / "tokenizer.json").is_file()
+
+
+def test_deck_build_writes_a_behaviour_style_deck(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "deck"
+    argv = ["deck", "build", "--out", str(out), "--pool-size", "3", "--heldout-size", "1"]
+    argv += ["--warmstart-size", "2", "--validate", "none", "--vocab-size", "600"]
+    assert main([*argv, "--issue-style", "behaviour"]) == 0
+    assert "behaviour-style issues" in " ".join(capsys.readouterr().out.split())
+    deck = load_deck(out)
+    assert deck.config.issue_style == "behaviour"
+    for task in deck:
+        assert task.old_line not in task.spec.problem_statement
+        assert task.new_line not in task.spec.problem_statement
 
 
 def test_missing_deck_or_policy_is_a_clear_error(

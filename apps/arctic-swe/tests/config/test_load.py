@@ -66,6 +66,7 @@ def test_preset_key_in_a_file_selects_the_base(tmp_path: Path) -> None:
         ('trainer.aggregation="rollout_mean"', "trainer", "aggregation", "rollout_mean"),
         ("harness.gated_reward=false", "harness", "gated_reward", False),
         ("run.updates=7", "run", "updates", 7),
+        ('deck.issue_style="behaviour"', "deck", "issue_style", "behaviour"),
     ],
 )
 def test_overrides_set_one_field(assignment: str, section: str, field: str, value: object) -> None:
@@ -95,6 +96,7 @@ def test_overrides_set_one_field(assignment: str, section: str, field: str, valu
         ("deck.reactivate_below=-0.1", "deck.reactivate_below"),
         ("deck.rollouts_per_group=32", "engine.max_resident"),
         ("engine.routing=random", "engine.routing"),
+        ("deck.issue_style=lines", "deck.issue_style"),
         ("trainer.ratio_control=clip", "trainer.ratio_control"),
         ("trainer.lr=-1", "trainer.lr"),
         ("trainer.beta2=1.0", "trainer.beta2"),

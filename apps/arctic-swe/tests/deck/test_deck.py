@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from arctic_swe.config import content_digest
 from arctic_swe.deck import (
     SPLITS,
     DeckConfig,
@@ -85,7 +86,15 @@ def test_dropped_tasks_are_hidden_but_kept(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "fields",
-    [{"seed": -1}, {"pool_size": 0}, {"heldout_size": -2}, {"seed": True}, {"pool_size": 1.5}],
+    [
+        {"seed": -1},
+        {"pool_size": 0},
+        {"heldout_size": -2},
+        {"seed": True},
+        {"pool_size": 1.5},
+        {"issue_style": "lines"},
+        {"issue_style": None},
+    ],
 )
 def test_bad_config_is_rejected(fields: dict[str, object]) -> None:
     with pytest.raises(DeckConfigError):
@@ -108,3 +117,45 @@ def test_missing_or_broken_deck_is_a_format_error(tmp_path: Path) -> None:
     (deck.root / "repos" / "pool-0000").rmdir()
     with pytest.raises(DeckFormatError, match="repository missing"):
         load_deck(deck.root)
+
+
+#: ``content_digest`` of decks written before the issue style existed (recorded then). The
+#: default style must not change a byte: runs' ``inputs.json`` compare these digests.
+LINE_DIGESTS = {
+    SMALL: "b2e5c62bbec0833756f16fe063c7962ae16fc96f56fbfd59a8de2e133e9374e5",
+    DeckConfig(): "6f3cb6790b3783baaee489bd9e6f7454d887f91cbb0f5b782bc9f34265e08495",
+}
+
+
+@pytest.mark.parametrize("config", list(LINE_DIGESTS))
+def test_a_line_style_deck_keeps_its_digest(tmp_path: Path, config: DeckConfig) -> None:
+    assert config.issue_style == "line"
+    deck = write_deck(tmp_path / "d", config)
+    assert "issue_style" not in json.loads((deck.root / "deck.json").read_text())["config"]
+    assert content_digest(deck.root) == LINE_DIGESTS[config]
+
+
+def test_the_issue_style_is_stored_and_changes_only_the_issues(tmp_path: Path) -> None:
+    behaviour = DeckConfig(
+        seed=3, pool_size=6, heldout_size=3, warmstart_size=4, issue_style="behaviour"
+    )
+    line = write_deck(tmp_path / "line", SMALL)
+    deck = write_deck(tmp_path / "behaviour", behaviour)
+    assert json.loads((deck.root / "deck.json").read_text())["config"]["issue_style"] == (
+        "behaviour"
+    )
+    assert load_deck(deck.root).config == behaviour
+    assert content_digest(deck.root) != content_digest(line.root)
+    for one, other in zip(line, deck, strict=True):
+        assert one.spec.problem_statement != other.spec.problem_statement
+        assert (one.spec.gold_patch, one.spec.fail_to_pass, one.spec.pass_to_pass) == (
+            other.spec.gold_patch,
+            other.spec.fail_to_pass,
+            other.spec.pass_to_pass,
+        )
+        assert (one.bug_path, one.old_line, one.new_line) == (
+            other.bug_path,
+            other.old_line,
+            other.new_line,
+        )
+    assert _tree(line.root / "repos") == _tree(deck.root / "repos")

@@ -6,7 +6,7 @@ from pathlib import Path
 from transformers import PreTrainedTokenizerFast
 
 from arctic_swe.chat import encode
-from arctic_swe.deck import StoredDeck
+from arctic_swe.deck import DeckConfig, StoredDeck, write_deck
 from arctic_swe.harness import TOOLS
 from arctic_swe.warmstart import TEST_COMMAND, collect_expert, expert_turns
 from swe_formatcheck import ToolCall, check_turn
@@ -78,4 +78,17 @@ def test_collected_expert_trajectories_all_score_one(
     )
     assert [t.task_id for t in trajectories] == [t.instance_id for t in tasks]
     assert sorted(done) == sorted(t.instance_id for t in tasks)
+    assert [t.reward for t in trajectories] == [1.0] * len(tasks)
+
+
+def test_the_expert_solves_behaviour_style_tasks(
+    deck_tokenizer: PreTrainedTokenizerFast, backend: NamespaceBackend, tmp_path: Path
+) -> None:
+    """The issue no longer quotes the fix; the expert (an oracle reading the task's hidden fix
+    fields) still submits a solving edit, so the warm start has SFT data on such a deck."""
+    config = DeckConfig(5, pool_size=1, heldout_size=0, warmstart_size=2, issue_style="behaviour")
+    tasks = write_deck(tmp_path / "deck", config).split("warmstart")
+    assert all(task.new_line not in task.spec.problem_statement for task in tasks)
+    trajectories = asyncio.run(collect_expert(tasks, deck_tokenizer, backend, grade=True))
+    assert [t.termination for t in trajectories] == ["submitted"] * len(tasks)
     assert [t.reward for t in trajectories] == [1.0] * len(tasks)

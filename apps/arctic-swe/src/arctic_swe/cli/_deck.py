@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from arctic_swe._argtypes import Subparsers, non_negative_int, positive_int
 from arctic_swe._execute import CommandError, user_errors
+from arctic_swe._issue_styles import ISSUE_STYLES, LINE_STYLE
 from arctic_swe.cli._checks import require_writable_directory
 from arctic_swe.cli._deck_import import add_import_parser, run_import
 from arctic_swe.cli._defaults import DEFAULT_DECK
@@ -52,6 +53,18 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
         type=non_negative_int,
         default=200,
         help="warm-start split size (default: %(default)s)",
+    )
+    build.add_argument(
+        "--issue-style",
+        choices=ISSUE_STYLES,
+        default=LINE_STYLE,
+        help="how each task's issue is written: 'line' names the function, one failing call, "
+        "the wrong line and the right one (the fix is a copy: what a tiny policy can learn); "
+        "'behaviour' names the function and gives every test input with the actual and the "
+        "expected output (computed by running the buggy and the fixed code) and the failing "
+        "test, never the line or the fix (solving it takes inferring the edit, which tells "
+        "memorising the pool from the skill). Same tasks and fixes either way; stored in the "
+        "manifest (default: %(default)s)",
     )
     build.add_argument(
         "--vocab-size",
@@ -98,7 +111,9 @@ def run(args: argparse.Namespace) -> int:
 
     out = console()
     with user_errors(StoredDeckError, ChatError):
-        config = DeckConfig(args.seed, args.pool_size, args.heldout_size, args.warmstart_size)
+        config = DeckConfig(
+            args.seed, args.pool_size, args.heldout_size, args.warmstart_size, args.issue_style
+        )
         try:
             deck = write_deck(args.out, config)
         except OSError as exc:
@@ -107,7 +122,8 @@ def run(args: argparse.Namespace) -> int:
         save_tokenizer(tokenizer, Path(args.out) / TOKENIZER_DIR)
     out.print(
         f"deck written to {args.out}: pool {config.pool_size}, held-out {config.heldout_size}, "
-        f"warm-start {config.warmstart_size}; tokenizer of {len(tokenizer)} tokens"
+        f"warm-start {config.warmstart_size}, {config.issue_style}-style issues; "
+        f"tokenizer of {len(tokenizer)} tokens"
     )
     if args.validate == "none":
         return 0

@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 
 from arctic_swe._backends import SANDBOX_BACKENDS
+from arctic_swe._issue_styles import ISSUE_STYLES
 from arctic_swe.config._errors import RunConfigError
 from arctic_swe.config._schema import (
     AGGREGATIONS,
@@ -210,6 +211,11 @@ def validate(config: RunConfig) -> None:
         "deck.source",
         f'must be "{PROCEDURAL_DECK}" or the path of a .jsonl or .json file of task rows, '
         f"got {deck.source!r}",
+    )
+    require(
+        deck.issue_style in ISSUE_STYLES,
+        "deck.issue_style",
+        f"must be one of {ISSUE_STYLES}, got {deck.issue_style!r}",
     )
     require(
         config.sandbox.backend in SANDBOX_BACKENDS,

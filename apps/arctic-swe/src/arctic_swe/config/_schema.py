@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import attrs
 
+from arctic_swe._issue_styles import LINE_STYLE
+
 ROUTING_POLICIES = ("least_loaded", "session_hash")
 ENGINE_KINDS = ("inprocess", "http")
 REFRESH_MODES = ("inflight", "drain")
@@ -91,6 +93,11 @@ class DeckSection:
     # absent) or the path of a JSON-lines file of task rows: the tasks.jsonl that ``arctic-swe
     # deck import`` writes, swe-curate's kept.jsonl, or SWE-bench / SWE-rebench / R2E-Gym rows.
     source: str = "procedural"
+    # How a procedural deck built on first use writes its issues: "line" quotes the wrong and
+    # the right line (the fix is a copy); "behaviour" gives inputs, actual vs expected output
+    # and the failing test, never the line (memorising the pool vs the skill). A deck already
+    # in --deck is used as it is: its own manifest says its style.
+    issue_style: str = LINE_STYLE
 
 
 @attrs.frozen

@@ -9,11 +9,15 @@
 
 Task ``i`` of split ``s`` is drawn from its own ``random.Random(f"{seed}:{s}:{i}")`` stream
 (string seeds hash with SHA-512, stable across runs and platforms), so a deck is a pure
-function of ``(seed, sizes)`` and adding tasks to one split never changes another.
+function of ``(seed, sizes, issue_style)`` and adding tasks to one split never changes another.
+The issue style (``line`` or ``behaviour``, see ``_issues``) changes only each task's issue
+text: the same seed and sizes give the same repositories, tests and gold patches in both styles.
 
 On disk::
 
-    DIR/deck.json             manifest: config, splits, every task's fields
+    DIR/deck.json             manifest: config, splits, every task's fields (the config's
+                              ``issue_style`` is written only when it is not ``line``, so a
+                              default deck's bytes, and digest, predate the option)
     DIR/repos/ID/...          the buggy tree of each task (its base commit)
     DIR/audit.jsonl           Pipeline 1 records (written by :func:`validate_deck`)
 
@@ -34,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from arctic_swe._atomic import atomic_write_text, staged_dir
+from arctic_swe._issue_styles import ISSUE_STYLES, LINE_STYLE
 from arctic_swe.deck._errors import DeckConfigError, DeckFormatError
 from arctic_swe.deck._repo import GeneratedTask, generate_task
 from swe_sandbox import RepoSource, TaskSpec
@@ -45,12 +50,15 @@ FORMAT_VERSION = 1
 
 @dataclass(frozen=True)
 class DeckConfig:
-    """Sizes and seed of an embedded deck (every field is part of the deck's identity)."""
+    """Sizes, seed and issue style of an embedded deck (every field is part of the deck's
+    identity). ``issue_style``: ``"line"`` (the issue quotes the wrong and the right line) or
+    ``"behaviour"`` (inputs, actual vs expected output and the failing test, no line)."""
 
     seed: int = 0
     pool_size: int = 160
     heldout_size: int = 40
     warmstart_size: int = 200
+    issue_style: str = LINE_STYLE
 
     def __post_init__(self) -> None:
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
@@ -61,6 +69,10 @@ class DeckConfig:
                 raise DeckConfigError(f"{split}_size must be an int in [0, 100000], got {size!r}")
         if self.pool_size < 1:
             raise DeckConfigError("pool_size must be at least 1")
+        if self.issue_style not in ISSUE_STYLES:
+            raise DeckConfigError(
+                f"issue_style must be one of {ISSUE_STYLES}, got {self.issue_style!r}"
+            )
 
     def size(self, split: str) -> int:
         """Number of tasks in ``split``."""
@@ -120,7 +132,7 @@ def generate_tasks(config: DeckConfig) -> dict[str, list[GeneratedTask]]:
         for index in range(config.size(split)):
             rng = random.Random(f"arctic-swe-deck:{config.seed}:{split}:{index}")
             while True:  # redraw on the (rare) exact duplicate so splits stay disjoint
-                task = generate_task(rng, f"{split}-{index:04d}")
+                task = generate_task(rng, f"{split}-{index:04d}", config.issue_style)
                 fingerprint = _fingerprint(task)
                 if fingerprint not in seen:
                     seen.add(fingerprint)
@@ -136,6 +148,15 @@ def _fingerprint(task: GeneratedTask) -> str:
         digest.update(path.encode() + b"\0" + task.files[path].encode() + b"\0")
     digest.update(task.gold_patch.encode())
     return digest.hexdigest()
+
+
+def manifest_config(config: DeckConfig) -> dict[str, Any]:
+    """``config`` as the manifest stores it: the default issue style is left out, so decks
+    written before the option existed read back as line-style and keep their bytes."""
+    record = asdict(config)
+    if record["issue_style"] == LINE_STYLE:
+        del record["issue_style"]
+    return record
 
 
 def _task_record(task: GeneratedTask, split: str) -> dict[str, Any]:
@@ -169,7 +190,7 @@ def write_deck(root: str | os.PathLike[str], config: DeckConfig = DeckConfig()) 
                     file.parent.mkdir(parents=True, exist_ok=True)
                     file.write_text(text)
                 records.append(_task_record(task, split))
-        manifest = {"format": FORMAT_VERSION, "config": asdict(config), "tasks": records}
+        manifest = {"format": FORMAT_VERSION, "config": manifest_config(config), "tasks": records}
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
     return load_deck(target)
 

@@ -8,8 +8,11 @@ test case distinguishes it, which makes every task fail-to-pass by construction;
 then checks that claim by execution.
 
 Why so narrow: the warm start (rejection-sampled fine-tuning before RL) must teach a
-~1M-parameter policy on two CPU cores to fix tasks in minutes. The issue text therefore names
-the file, the function, the wrong line and the expected line, and the fix is a copy of those two lines — inferable, not guessable.
+~1M-parameter policy on two CPU cores to fix tasks in minutes. The default (``line``-style)
+issue therefore names the file, the function, the wrong line and the expected line, and the fix
+is a copy of those two lines — inferable, not guessable. A ``behaviour``-style issue gives the
+test inputs with actual and expected outputs instead, and the narrow family keeps that
+inferable too: one token of one ``return`` line is wrong (``_issues``).
 """
 
 from __future__ import annotations

@@ -22,14 +22,14 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from arctic_swe._atomic import atomic_write_text
-from arctic_swe.deck._deck import FORMAT_VERSION, MANIFEST, DeckConfig
+from arctic_swe.deck._deck import FORMAT_VERSION, MANIFEST, DeckConfig, manifest_config
 from arctic_swe.deck._errors import DeckFormatError
 from swe_curate import (
     AuditConfig,
@@ -241,7 +241,7 @@ def write_imported_deck(out: Path, results: list[ImportedTask]) -> None:
     manifest = {
         "format": FORMAT_VERSION,
         "kind": "imported",
-        "config": asdict(config),
+        "config": manifest_config(config),
         "tasks": [
             {"instance_id": row["instance_id"], "split": "pool", "task": row} for row in rows
         ],

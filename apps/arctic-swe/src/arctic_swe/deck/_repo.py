@@ -19,7 +19,9 @@ import difflib
 import random
 from dataclasses import dataclass
 
-from arctic_swe.deck._functions import FunctionSpec, first_failing_case, inject_bug, make_function
+from arctic_swe._issue_styles import LINE_STYLE
+from arctic_swe.deck._functions import FunctionSpec, inject_bug, make_function
+from arctic_swe.deck._issues import IssueFacts, write_issue
 
 _PACKAGES = (
     "abacus", "ledger", "quarry", "tally", "vector", "orbit", "prism", "gauge", "meter", "delta",
@@ -44,8 +46,9 @@ class GeneratedTask:
     """Everything needed to write one task repository and its ``TaskSpec``.
 
     ``files`` is the buggy tree (path -> text); ``graded_file`` the withheld test file;
-    ``fail_to_pass`` / ``pass_to_pass`` pytest node ids; ``bug_path`` / ``old_line`` /
-    ``new_line`` locate the fix (the expert's edit).
+    ``fail_to_pass`` / ``pass_to_pass`` pytest node ids; ``issue`` the problem statement (in
+    the deck's issue style); ``bug_path`` / ``old_line`` / ``new_line`` locate the fix (the
+    expert's edit, whatever the issue shows).
     """
 
     instance_id: str
@@ -80,16 +83,6 @@ def _unique_names(rng: random.Random, count: int, taken: set[str]) -> list[str]:
     return names
 
 
-def _issue(package: str, module: str, spec: FunctionSpec, old: str, new: str) -> str:
-    args, got, want = first_failing_case(spec)
-    call = f"{spec.name}({', '.join(map(str, args))})"
-    return (
-        f"`{spec.name}` in `{package}/{module}.py` returns the wrong value: "
-        f"`{call}` gives {got} but should give {want}.\n"
-        f"The line `{old}` should be `{new}`.\n"
-    )
-
-
 def gold_patch(path: str, before: str, after: str) -> str:
     """A ``git apply``-able unified diff from ``before`` to ``after`` of ``path``."""
     lines = difflib.unified_diff(
@@ -101,15 +94,18 @@ def gold_patch(path: str, before: str, after: str) -> str:
     return "".join(lines)
 
 
-def generate_task(rng: random.Random, instance_id: str) -> GeneratedTask:
-    """One task drawn from ``rng`` (deterministic given the generator state)."""
+def generate_task(
+    rng: random.Random, instance_id: str, issue_style: str = LINE_STYLE
+) -> GeneratedTask:
+    """One task drawn from ``rng`` (deterministic given the generator state), its issue written
+    in ``issue_style``. The style draws nothing from ``rng``: both styles give the same task."""
     while True:
-        task = _try_generate(rng, instance_id)
+        task = _try_generate(rng, instance_id, issue_style)
         if task is not None:
             return task
 
 
-def _try_generate(rng: random.Random, instance_id: str) -> GeneratedTask | None:
+def _try_generate(rng: random.Random, instance_id: str, issue_style: str) -> GeneratedTask | None:
     package = rng.choice(_PACKAGES)
     modules = rng.sample(_MODULES, rng.randint(2, 3))
     taken: set[str] = set()
@@ -134,16 +130,19 @@ def _try_generate(rng: random.Random, instance_id: str) -> GeneratedTask | None:
         files[f"{package}/{module}.py"] = _module_source(specs, buggy=True)
         files[f"tests/test_{module}.py"] = _tests_source(package, module, specs)
     graded = f"tests/test_{bug_module}.py"
+    fixed_source = _module_source(functions[bug_module], buggy=False)
+    failing_test = f"{graded}::test_{broken.name}"
+    facts = IssueFacts(bug_path, broken, buggy_source, fixed_source, old, new, failing_test)
     return GeneratedTask(
         instance_id=instance_id,
         files=files,
         graded_file=graded,
-        fail_to_pass=(f"{graded}::test_{broken.name}",),
+        fail_to_pass=(failing_test,),
         pass_to_pass=tuple(
             f"{graded}::test_{spec.name}" for spec in functions[bug_module] if spec is not broken
         ),
-        gold_patch=gold_patch(bug_path, buggy_source, _module_source(functions[bug_module], False)),
-        issue=_issue(package, bug_module, broken, old, new),
+        gold_patch=gold_patch(bug_path, buggy_source, fixed_source),
+        issue=write_issue(issue_style, facts),
         bug_path=bug_path,
         old_line=old,
         new_line=new,

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
+from arctic_swe._issue_styles import LINE_STYLE
 from arctic_swe.chat import DEFAULT_VOCAB_SIZE, load_tokenizer, save_tokenizer, train_tokenizer
 from arctic_swe.config import (
     TOKENIZER_DIR,
@@ -28,28 +30,54 @@ from swe_sandbox import create_backend
 
 def ensure_deck(deck_dir: Path, config: RunConfig, console: Console) -> Path:
     """Reuse ``deck_dir`` if it holds a deck and its tokenizer, else generate one (pool of at
-    least the config's size) and train its tokenizer."""
+    least the config's size, issues in ``deck.issue_style``) and train its tokenizer. A reused
+    deck keeps its own issue style; a note says so when it is not the config's."""
     # A deck counts once its tokenizer is saved too: an interrupted build is built again. An
     # imported deck (`arctic-swe deck import`) has no tokenizer (the policy's is used): reused.
     if (deck_dir / "deck.json").is_file() and (
         (deck_dir / TOKENIZER_DIR / "tokenizer.json").is_file() or _imported(deck_dir)
     ):
+        style = _issue_style(deck_dir)
+        if style is not None and style != config.deck.issue_style:
+            console.print(
+                f"note: the deck in {deck_dir} has {style}-style issues "
+                f"(deck.issue_style {config.deck.issue_style!r} applies only to a deck built here)"
+            )
         return deck_dir
     from arctic_swe.warmstart import deck_corpus
 
     console.print(f"building the deck in {deck_dir} ...")
-    deck = write_deck(deck_dir, DeckConfig(pool_size=max(160, config.deck.pool_size)))
+    deck_config = DeckConfig(
+        pool_size=max(160, config.deck.pool_size), issue_style=config.deck.issue_style
+    )
+    deck = write_deck(deck_dir, deck_config)
     tokenizer = train_tokenizer(deck_corpus(deck, TINY_HARNESS), DEFAULT_VOCAB_SIZE)
     save_tokenizer(tokenizer, deck_dir / TOKENIZER_DIR)
     return deck_dir
 
 
-def _imported(deck_dir: Path) -> bool:
+def _manifest(deck_dir: Path) -> dict[str, Any] | None:
     try:
         manifest = json.loads((deck_dir / "deck.json").read_text())
     except (OSError, ValueError):
-        return False
-    return isinstance(manifest, dict) and manifest.get("kind") == "imported"
+        return None
+    return manifest if isinstance(manifest, dict) else None
+
+
+def _imported(deck_dir: Path) -> bool:
+    manifest = _manifest(deck_dir)
+    return manifest is not None and manifest.get("kind") == "imported"
+
+
+def _issue_style(deck_dir: Path) -> str | None:
+    """The issue style of the procedural deck in ``deck_dir`` (a manifest without one is
+    line-style); ``None`` for an imported deck, whose issues are the dataset's, or an
+    unreadable manifest (loading the deck reports that)."""
+    manifest = _manifest(deck_dir)
+    if manifest is None or manifest.get("kind") == "imported":
+        return None
+    config = manifest.get("config")
+    return str(config.get("issue_style", LINE_STYLE)) if isinstance(config, dict) else None
 
 
 def ensure_policy(policy_dir: Path, deck_dir: Path, config: RunConfig, console: Console) -> Path:

@@ -2,7 +2,15 @@
 
 It solves a deck task through the same tools and the same chat format as the policy: open the
 file the issue names, replace the wrong line with the expected one (the gold hunk), run the
-tests, submit. Each turn is written with swe-formatcheck's ``render_turn`` — the exact inverse
+tests, submit.
+
+The expert is an oracle, like a human demonstrator who knows the answer: it takes the two lines
+from the task's hidden fields (``DeckTask.old_line`` / ``new_line``, the manifest's record of the
+gold hunk; never shown to the policy), not from the issue. So it solves both issue styles. On a
+``line``-style deck its edit is a copy of the issue; on a ``behaviour``-style deck the wrong line
+is in the file it just read but the right one appears nowhere in the context, so the SFT data
+demonstrates the edit without showing how to infer it — what the policy learns there is the
+behaviour-to-fix mapping itself, or nothing. Each turn is written with swe-formatcheck's ``render_turn`` — the exact inverse
 of the validator — so every expert turn is valid by construction and the policy imitates the
 format it will be checked against.
 """
