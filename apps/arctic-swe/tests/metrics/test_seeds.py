@@ -1,5 +1,5 @@
 """Tests for ``arctic_swe.metrics._seeds``: labels with a seed are grouped by variant, the
-per-seed last-third values and the pooled interval come out of the rows' measured pools."""
+per-seed final-window values and the pooled interval come out of the rows' verdicts."""
 
 from __future__ import annotations
 
@@ -9,13 +9,14 @@ from hypothesis import strategies as st
 
 from arctic_swe._wilson import wilson_interval
 from arctic_swe.metrics import (
+    VerdictRule,
     comparison_row,
     seed_groups,
     seeds_markdown,
     split_seed_label,
 )
 
-from .conftest import record
+from .conftest import evaluations, record
 
 names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz-", min_size=1, max_size=20)
 
@@ -31,21 +32,21 @@ def test_labels_without_a_seed_are_not_seeded(label: str) -> None:
 
 
 def _run(label: str, solved: list[int]):  # type: ignore[no-untyped-def]
-    """A run evaluated on every update: 32 rollouts each, ``solved[i]`` at update i + 1."""
-    records = []
+    """A run of 6 updates evaluated at 0 (nothing solved) and every update after it: 16 tasks
+    x 2 samples, the first ``solved[i]`` rollouts solved at update i + 1."""
+    cells = {0: ["00"] * 16}
     for step, count in enumerate(solved, 1):
-        low, high = wilson_interval(count, 32)
-        records.append(record(step, 0.5, pool_success=count / 32, pool_success_low=low,
-                              pool_success_high=high, pool_eval_step=step,
-                              pool_eval_solved=count, pool_eval_rollouts=32))  # fmt: skip
-    return comparison_row(label, records)
+        flat = "1" * count + "0" * (32 - count)
+        cells[step] = [flat[2 * k : 2 * k + 2] for k in range(16)]
+    records = [record(step, 0.5) for step in range(1, 7)]
+    return comparison_row(label, records, evaluations(cells), VerdictRule(updates=6, every=1))
 
 
-def test_seeds_are_grouped_per_variant_with_their_last_thirds_and_the_pool() -> None:
-    # six updates: the last third is updates 5 and 6 (3 * step > 12)
+def test_seeds_are_grouped_per_variant_with_their_final_windows_and_the_pool() -> None:
+    # six updates: the final window is updates 5 and 6 (> 2/3 of 6), the reference 3 and 4
     rows = [
-        _run("full/seed-0", [8, 16, 24, 24, 24, 28]),  # held: final 52/64 = peak
-        _run("full/seed-1", [8, 16, 24, 20, 12, 10]),  # collapsed: 22/64 against a peak 48/64
+        _run("full/seed-0", [8, 16, 24, 24, 24, 28]),  # climbed and held: 52/64 in the end
+        _run("full/seed-1", [8, 16, 24, 20, 12, 10]),  # climbed, then fell: 22/64
         _run("clip/seed-0", [8, 8, 8, 8, 8, 8]),
         _run("unseeded", [1, 1, 1, 1, 1, 1]),  # left out: not a seeded label
     ]

@@ -124,6 +124,7 @@ def _report(plan: AblationPlan) -> None:
         inputs_line,
         read_evaluations,
         read_runs,
+        read_verdict_rules,
         write_comparison,
     )
     from arctic_swe.metrics import (
@@ -138,7 +139,10 @@ def _report(plan: AblationPlan) -> None:
 
     dirs = [plan.run_dir(v).root for v in plan.configs]
     runs = read_runs(dirs, list(plan.configs))
-    rows, plots = write_comparison(runs, plan.out, read_evaluations(dirs, list(plan.configs)))
+    labels = list(plan.configs)
+    rows, plots = write_comparison(
+        runs, plan.out, read_evaluations(dirs, labels), read_verdict_rules(dirs, labels)
+    )
     health = health_rows(runs)
     out = console()
     out.print(comparison_table(rows, title=f"arctic-swe ablate: {plan.out}"))

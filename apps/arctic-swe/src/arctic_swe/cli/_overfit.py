@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,8 +16,8 @@ from arctic_swe.cli._output import console
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from arctic_swe.config import RunConfig, RunDir
-    from arctic_swe.metrics import RunSummary
+    from arctic_swe.config import RunConfig, RunDir, RunEnd
+    from arctic_swe.metrics import RunSummary, UpdateMetrics
     from arctic_swe.orchestrator import Inputs
 
 
@@ -210,11 +210,12 @@ def _train(args: argparse.Namespace, run_dir: RunDir, config: RunConfig) -> int:
             raise CommandInterruptedError(
                 f"{where}; resume with: {_resume_command(args)}"
             ) from None
-    if result.summary is not None:
+    if result.records:
         from arctic_swe.metrics import summary_table
 
-        console().print(summary_table(result.summary))
-        note.print(_verdict_line(result.summary))
+        summary = _judged_summary(result.records, run_dir, config, result.end)
+        console().print(summary_table(summary))
+        note.print(_verdict_line(summary))
     if result.end is not None and result.end.early:
         note.print(result.end.describe())
     for path in result.plots:
@@ -234,19 +235,28 @@ def _train(args: argparse.Namespace, run_dir: RunDir, config: RunConfig) -> int:
     return 0
 
 
+def _judged_summary(
+    records: Sequence[UpdateMetrics], run_dir: RunDir, config: RunConfig, end: RunEnd | None
+) -> RunSummary:
+    """The run's summary with its declared verdict over ``RUN/evaluations.jsonl``."""
+    from arctic_swe.metrics import EvaluationLog, MetricsError, summarize, verdict_rule
+
+    with user_errors(MetricsError):
+        evaluations = EvaluationLog(run_dir.evaluations).read()
+    return summarize(records, evaluations, verdict_rule(config, end))
+
+
 def _verdict_line(summary: RunSummary) -> str:
-    """The verdict in one sentence, saying which figure it reads."""
-    pool = summary.pool
-    if pool is None:
+    """The verdict in one sentence, saying which figures it reads and by which rule."""
+    verdict = summary.verdict
+    if not verdict.measured:
         return (
-            "verdict: not measured (run.pool_eval_every = 0): the eviction-adjusted reward "
-            "imputes 1.0 to retired tasks, so it cannot tell a held pool from a collapse"
+            f"verdict: not measured ({verdict.reason}); the eviction-adjusted reward imputes "
+            "1.0 to retired tasks, so it cannot tell a held pool from a collapse"
         )
-    word = "held" if pool.held else "NOT held"
     return (
-        f"verdict: {word} — measured pool success, final {pool.final.describe()} "
-        f"({pool.final.where()}) vs peak {pool.peak.describe()} ({pool.peak.where()}); "
-        f"held = final >= 0.9 x peak over the last third ({pool.evaluations} evaluations)"
+        f"verdict: {verdict.label} — pool success, update 0 → final {verdict.climb_text()}; "
+        f"reference → final {verdict.hold_text()}; rule: {verdict.rule.describe()}"
     )
 
 

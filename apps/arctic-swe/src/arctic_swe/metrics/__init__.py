@@ -34,8 +34,10 @@ from arctic_swe.metrics._health_table import (
 )
 from arctic_swe.metrics._labels import run_labels
 from arctic_swe.metrics._live import LiveDisplay, TensorBoardSink, describe
+from arctic_swe.metrics._paired import EvalWindow, PairedChange, thin
 from arctic_swe.metrics._plots import PANELS, plot_compare, plot_numerics, plot_run
 from arctic_swe.metrics._record import MetricsError, MetricsLog, UpdateMetrics
+from arctic_swe.metrics._run_verdict import read_verdict_rule, verdict_rule
 from arctic_swe.metrics._seeds import (
     SeedGroup,
     seed_groups,
@@ -44,38 +46,53 @@ from arctic_swe.metrics._seeds import (
     seeds_table,
     split_seed_label,
 )
-from arctic_swe.metrics._summary import (
-    PoolFigure,
-    PoolVerdict,
-    RunSummary,
-    pool_points,
-    pool_verdict,
-    summarize,
-    summary_table,
+from arctic_swe.metrics._summary import RunSummary, summarize, summary_table, verdict_rows
+from arctic_swe.metrics._verdict import (
+    CLIMBED_AND_HELD,
+    CLIMBED_THEN_FELL,
+    CLIMBED_UNCHECKED,
+    FELL,
+    LABELS,
+    NO_CHANGE,
+    NOT_MEASURED,
+    STILL_CLIMBING,
+    RunVerdict,
+    VerdictRule,
+    run_verdict,
 )
 
 __all__ = [
+    "CLIMBED_AND_HELD",
+    "CLIMBED_THEN_FELL",
+    "CLIMBED_UNCHECKED",
     "EVALUATIONS",
+    "FELL",
     "FINAL_WINDOW",
     "HELDOUT_SPLIT",
+    "LABELS",
+    "NOT_MEASURED",
+    "NO_CHANGE",
     "PANELS",
     "POOL_SPLIT",
     "REFERENCE_WINDOW",
+    "STILL_CLIMBING",
     "ComparisonRow",
     "EndingWindow",
     "EvalRecord",
+    "EvalWindow",
     "EvaluationLog",
     "LiveDisplay",
     "MetricsError",
     "MetricsLog",
-    "PoolFigure",
-    "PoolVerdict",
+    "PairedChange",
     "RunHealth",
     "RunSummary",
+    "RunVerdict",
     "SeedGroup",
     "Streak",
     "TensorBoardSink",
     "UpdateMetrics",
+    "VerdictRule",
     "comparison_markdown",
     "comparison_row",
     "comparison_table",
@@ -89,10 +106,10 @@ __all__ = [
     "plot_compare",
     "plot_numerics",
     "plot_run",
-    "pool_points",
-    "pool_verdict",
+    "read_verdict_rule",
     "run_health",
     "run_labels",
+    "run_verdict",
     "seed_groups",
     "seed_label",
     "seeds_markdown",
@@ -100,7 +117,10 @@ __all__ = [
     "split_seed_label",
     "summarize",
     "summary_table",
+    "thin",
     "trailing_zero_gradient",
+    "verdict_rows",
+    "verdict_rule",
     "windows_table",
     "zero_gradient",
 ]

@@ -3,9 +3,9 @@
 One seed per variant orders nothing its intervals do not: two runs of one recipe on one warm
 start can end further apart than two variants (Arctic-SWE §3.1's diagnostic is read on curves
 that hold or collapse, and a single curve can do either by luck). Rows labelled
-``<variant>/seed-<n>`` are grouped by variant; each group gives how many of its seeds held, each
-seed's last-third measured pool success, their spread, and the rollouts of all seeds' final
-windows pooled with a Wilson 95 % interval. That interval counts sampling noise only — it
+``<variant>/seed-<n>`` are grouped by variant; each group gives how many of its seeds climbed
+and held (their declared verdicts), each seed's final-window pool success, their spread, and
+the rollouts of all seeds' final windows pooled with a Wilson 95 % interval. That interval counts sampling noise only — it
 treats every rollout as independent, which the seeds are not (each seed is one training
 trajectory) — so the spread between seeds is printed beside it, and a variant is only
 separated from another when the per-seed values separate too.
@@ -47,9 +47,9 @@ def split_seed_label(label: str) -> tuple[str, int] | None:
 class SeedGroup:
     """The seeds of one variant (``seeds`` in row order).
 
-    ``final_rates``: each measured seed's last-third pool success (``None`` where a seed has no
-    pool evaluation); ``held``: seeds whose verdict is held, of ``measured`` seeds with one;
-    ``solved`` / ``rollouts``: their final windows pooled, ``low`` / ``high`` its Wilson 95 %
+    ``final_rates``: each seed's final-window pool success (``None`` where a seed has no
+    evaluation there); ``held``: seeds whose verdict says they climbed and held (or are still
+    climbing), of ``measured`` seeds with a verdict; ``solved`` / ``rollouts``: their final windows pooled, ``low`` / ``high`` its Wilson 95 %
     interval (sampling noise only), ``rate`` = solved / rollouts (NaN-free: 0 when nothing was
     measured).
     """
@@ -84,17 +84,17 @@ def seed_groups(rows: Sequence[ComparisonRow]) -> list[SeedGroup]:
 
 
 def _group(variant: str, members: Sequence[tuple[int, ComparisonRow]]) -> SeedGroup:
-    pools = [row.summary.pool for _, row in members]
-    measured = [pool for pool in pools if pool is not None]
-    solved = sum(pool.final.solved for pool in measured)
-    rollouts = sum(pool.final.rollouts for pool in measured)
+    verdicts = [row.summary.verdict for _, row in members]
+    finals = [verdict.final for verdict in verdicts if verdict.final is not None]
+    solved = sum(final.solved for final in finals)
+    rollouts = sum(final.rollouts for final in finals)
     low, high = wilson_interval(solved, rollouts) if rollouts else (0.0, 0.0)
     return SeedGroup(
         variant=variant,
         seeds=tuple(seed for seed, _ in members),
-        final_rates=tuple(None if pool is None else pool.final.rate for pool in pools),
-        held=sum(1 for pool in measured if pool.held),
-        measured=len(measured),
+        final_rates=tuple(verdict.final_rate for verdict in verdicts),
+        held=sum(1 for verdict in verdicts if verdict.climbed_and_held),
+        measured=sum(1 for verdict in verdicts if verdict.measured),
         solved=solved,
         rollouts=rollouts,
         rate=solved / rollouts if rollouts else 0.0,
@@ -122,7 +122,7 @@ def _seed_columns(groups: Sequence[SeedGroup]) -> Columns:
     return [
         ("variant", [g.variant for g in groups]),
         ("seeds", [str(len(g.seeds)) for g in groups]),
-        ("held", [f"{g.held} of {g.measured}" for g in groups]),
+        ("climbed and held", [f"{g.held} of {g.measured}" for g in groups]),
         ("last third per seed", [_per_seed(g) for g in groups]),
         ("spread", ["-" if g.spread is None else f"{g.spread:.3f}" for g in groups]),
         ("seeds pooled, 95 % CI (sampling only)", [_pooled(g) for g in groups]),
