@@ -20,7 +20,7 @@ from arctic_swe.config import (
     to_toml,
     validate,
 )
-from arctic_swe.metrics import FINAL_WINDOW, REFERENCE_WINDOW
+from arctic_swe.metrics import FINAL_WINDOW, REFERENCE_WINDOW, VerdictRule
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
@@ -232,7 +232,8 @@ def test_the_verdict_section_defaults_are_the_metrics_windows() -> None:
     verdict = preset("long").verdict
     assert (verdict.reference_start, verdict.reference_end) == REFERENCE_WINDOW
     assert verdict.final_start == FINAL_WINDOW[0]
-    assert (verdict.confidence, verdict.margin) == (0.95, 0.03)
+    default = VerdictRule(updates=1)
+    assert (verdict.confidence, verdict.margin) == (default.confidence, default.margin)
 
 
 @pytest.mark.parametrize(

@@ -30,7 +30,7 @@ def test_the_rule_is_the_config_s_verdict_section_over_the_run_s_length() -> Non
 def test_a_run_directory_s_rule_and_one_without_a_config(tmp_path: Path) -> None:
     assert read_verdict_rule(tmp_path) is None
     run = prepare_run_dir(tmp_path / "run", preset("tiny"), resume=False)
-    assert read_verdict_rule(run.root) == VerdictRule(updates=36, every=9, margin=0.03)
+    assert read_verdict_rule(run.root) == VerdictRule(updates=36, every=9)
     write_run_end(run, RunEnd(EndReason.STALLED, step=20, updates=36, retired=0, pool_size=16))
     rule = read_verdict_rule(run.root)
     assert rule is not None

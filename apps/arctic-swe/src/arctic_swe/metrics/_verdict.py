@@ -76,7 +76,7 @@ class VerdictRule:
     reference: tuple[float, float] = REFERENCE_WINDOW
     final_start: float = FINAL_WINDOW[0]
     confidence: float = 0.95
-    margin: float = 0.0
+    margin: float = 0.03  # the [verdict] section's default (results/stress-test.md)
 
     def __post_init__(self) -> None:
         start, end = self.reference
