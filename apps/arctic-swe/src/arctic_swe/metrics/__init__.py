@@ -34,7 +34,7 @@ from arctic_swe.metrics._health_table import (
 )
 from arctic_swe.metrics._labels import run_labels
 from arctic_swe.metrics._live import LiveDisplay, TensorBoardSink, describe
-from arctic_swe.metrics._paired import EvalWindow, PairedChange, thin
+from arctic_swe.metrics._windows import EvalWindow, PairedChange, thin
 from arctic_swe.metrics._plots import PANELS, plot_compare, plot_numerics, plot_run
 from arctic_swe.metrics._record import MetricsError, MetricsLog, UpdateMetrics
 from arctic_swe.metrics._run_verdict import read_verdict_rule, verdict_rule

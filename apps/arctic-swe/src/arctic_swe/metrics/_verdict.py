@@ -38,7 +38,7 @@ from arctic_swe.metrics._evaluations import (
     in_window,
     of_split,
 )
-from arctic_swe.metrics._paired import EvalWindow, PairedChange, paired_change, thin, window
+from arctic_swe.metrics._windows import EvalWindow, PairedChange, paired_change, thin, window
 from arctic_swe.metrics._record import MetricsError
 
 NOT_MEASURED = "not measured"
@@ -120,7 +120,7 @@ class RunVerdict:
     ``heldout``: the held-out split, update 0 → final window (reported beside, never part of
     ``label``); ``final``: the pool's final window over the tasks all its evaluations hold
     (``None``: no evaluation there); each figure ``None`` when a side is missing. ``left_out``:
-    pool evaluations thinned out (:func:`~arctic_swe.metrics._paired.thin`); ``reason``: why
+    pool evaluations thinned out (:func:`~arctic_swe.metrics._windows.thin`); ``reason``: why
     the label is "not measured" or the hold is missing, empty otherwise.
     """
 

@@ -1,4 +1,4 @@
-"""Tests for ``arctic_swe.metrics._paired``: the thinning of near-identical weights
+"""Tests for ``arctic_swe.metrics._windows``: the thinning of near-identical weights
 (hypothesis), pooled windows and the paired change on hand-made evaluations."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from arctic_swe.metrics import thin
-from arctic_swe.metrics._paired import paired_change, window
+from arctic_swe.metrics._windows import paired_change, window
 
 from .conftest import evaluations
 
