@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 
 def _beta_fraction(a: float, b: float, x: float) -> float:
@@ -58,6 +59,7 @@ def t_cdf(t: float, df: float) -> float:
     return 1.0 - tail if t >= 0 else tail
 
 
+@lru_cache(maxsize=256)  # a verdict asks for the same few quantiles over and over
 def t_quantile(probability: float, df: float) -> float:
     """The ``probability`` quantile of Student's t with ``df`` degrees of freedom (bisection
     on :func:`t_cdf` to 1e-12)."""

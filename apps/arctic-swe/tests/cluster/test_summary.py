@@ -11,7 +11,8 @@ from rich.console import Console
 from arctic_swe._wilson import wilson_interval
 from arctic_swe.cli._cluster import _print_summary
 from arctic_swe.cluster import UpOutcome, cluster_summary, cluster_summary_table
-from arctic_swe.metrics import MetricsLog, UpdateMetrics, plot_run
+from arctic_swe.config import RunDir, apply_overrides, prepare_run_dir, preset
+from arctic_swe.metrics import EvalRecord, EvaluationLog, MetricsLog, UpdateMetrics, plot_run
 
 ROLLOUTS = 32
 
@@ -40,10 +41,34 @@ def _write_run(root: Path, solved: list[int | None], *, plots: bool) -> Path:
     return root
 
 
+def _evaluation(step: int, solved: int) -> EvalRecord:
+    """16 tasks x 2 samples, the first ``solved`` rollouts solved."""
+    flat = "1" * solved + "0" * (ROLLOUTS - solved)
+    return EvalRecord("pool", step, step, "pool", 0,
+                      {f"task-{k}": flat[2 * k : 2 * k + 2] for k in range(16)})  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def evaluated_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Three of five updates done, pool evaluated at updates 1 and 3 (16 then 24 of 32)."""
     return _write_run(tmp_path_factory.mktemp("run"), [16, None, 24], plots=True)
+
+
+def test_the_verdict_follows_the_run_s_declared_rule(tmp_path: Path) -> None:
+    """Updates 0 (8 of 32 solved), 3 (24) and 6 (24) of a 6-update run evaluated every 3:
+    the config's rule judges it, over its evaluations."""
+    config = apply_overrides(preset("tiny"), ["run.updates=6", "run.pool_eval_every=3"])
+    run = prepare_run_dir(tmp_path / "run", config, resume=False)
+    log = EvaluationLog(RunDir(run.root).evaluations)
+    for step, solved in ((0, 8), (3, 24), (6, 24)):
+        log.append(_evaluation(step, solved))
+    _write_run(run.root, [None] * 6, plots=False)
+    summary = cluster_summary(run.root, outcome="done", wall_seconds=1.0, planned=6)
+    assert summary.verdict.rule.every == 3
+    assert summary.verdict.label == "climbed and held"  # reference (2, 4]: update 3, 24 of 32
+    text = _text(run.root, outcome="done", wall_seconds=1.0, planned=6)
+    assert "pool success, final window │ 24 / 32 (update 6)" in text
+    assert "pool success, update 0 → final │ 0.250 → 0.750: +0.500 [" in text
 
 
 def _text(summary_root: Path, **kwargs: object) -> str:
@@ -56,9 +81,7 @@ def _text(summary_root: Path, **kwargs: object) -> str:
 def test_the_summary_reads_the_run_directory(evaluated_run: Path) -> None:
     summary = cluster_summary(evaluated_run, outcome="done", wall_seconds=3725.4, planned=5)
     assert summary.updates == 3
-    assert summary.pool is not None
-    assert summary.pool.final.steps == (3,)
-    assert summary.pool.final.rate == pytest.approx(24 / ROLLOUTS)
+    assert summary.verdict.label == "not measured"  # no evaluations.jsonl in this run
     assert [p.name for p in summary.plots] == ["curves.png", "numerics.png", "reward.png"]
 
 
@@ -67,7 +90,7 @@ def test_the_table_names_wall_time_updates_pool_and_paths(evaluated_run: Path) -
     assert "result │ done: the loop finished" in text
     assert "wall time │ 1 h 02 min 05 s" in text
     assert "updates completed │ 3 of 5" in text
-    assert "final pool evaluation (update 3) │ 0.750 [" in text
+    assert "verdict (declared before the run) │ not measured (no pool evaluation" in text
     assert f"metrics │ {evaluated_run / 'metrics.jsonl'}" in text
     for name in ("curves.png", "numerics.png", "reward.png"):
         assert str(evaluated_run / "plots" / name) in text
@@ -79,7 +102,7 @@ def test_a_run_without_evaluations_or_plots_says_so(tmp_path: Path) -> None:
     text = _text(tmp_path, outcome="done", wall_seconds=42.0, planned=2)
     assert "wall time │ 42 s" in text
     assert "updates completed │ 2 of 2" in text
-    assert "final pool evaluation │ not measured" in text
+    assert "pool success, final window │ not measured" in text
     assert "plots │ none written" in text
 
 

@@ -20,6 +20,7 @@ from arctic_swe.config import (
     to_toml,
     validate,
 )
+from arctic_swe.metrics import FINAL_WINDOW, REFERENCE_WINDOW, VerdictRule
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
@@ -230,3 +231,39 @@ def test_deck_source_is_procedural_or_a_rows_file(source: str) -> None:
 def test_other_deck_sources_name_the_key_and_what_is_accepted(source: str) -> None:
     with pytest.raises(RunConfigError, match=r"deck\.source.*\.jsonl or \.json file"):
         validate(apply_overrides(RunConfig(), [f'deck.source="{source}"']))
+
+
+# ------------------------------------------------------------------ the declared verdict
+def test_the_verdict_section_defaults_are_the_metrics_windows() -> None:
+    verdict = preset("long").verdict
+    assert (verdict.reference_start, verdict.reference_end) == REFERENCE_WINDOW
+    assert verdict.final_start == FINAL_WINDOW[0]
+    default = VerdictRule(updates=1)
+    assert (verdict.confidence, verdict.margin) == (default.confidence, default.margin)
+
+
+@pytest.mark.parametrize(
+    ("assignments", "key"),
+    [
+        (["verdict.reference_start=-0.1"], "verdict.reference_start"),
+        (["verdict.reference_start=0.7"], "verdict.reference_start"),
+        (["verdict.final_start=0.5"], "verdict.final_start"),
+        (["verdict.final_start=1.0"], "verdict.final_start"),
+        (["verdict.confidence=1.0"], "verdict.confidence"),
+        (["verdict.confidence=0"], "verdict.confidence"),
+        (["verdict.margin=-0.01"], "verdict.margin"),
+        (["verdict.margin=1.0"], "verdict.margin"),
+    ],
+)
+def test_bad_verdict_sections_name_the_key(assignments: list[str], key: str) -> None:
+    with pytest.raises(RunConfigError) as info:
+        apply_overrides(RunConfig(), assignments)
+    assert info.value.key == key
+
+
+def test_a_verdict_may_declare_other_windows() -> None:
+    config = apply_overrides(
+        RunConfig(), ["verdict.reference_start=0.5", "verdict.reference_end=0.75",
+                      "verdict.final_start=0.8", "verdict.margin=0"]
+    )  # fmt: skip
+    assert (config.verdict.reference_end, config.verdict.final_start) == (0.75, 0.8)

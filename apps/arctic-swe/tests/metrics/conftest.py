@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
 
-from arctic_swe.metrics import EvalRecord, UpdateMetrics
+from arctic_swe.metrics import POOL_SPLIT, EvalRecord, UpdateMetrics
 
 
 def record(step: int, reward: float, **changes: Any) -> UpdateMetrics:
@@ -47,6 +47,17 @@ def record(step: int, reward: float, **changes: Any) -> UpdateMetrics:
     }
     base.update(changes)
     return UpdateMetrics(**base)
+
+
+def evaluations(
+    cells: Mapping[int, Sequence[str]], split: str = POOL_SPLIT, stream: str = "s", seed: int = 0
+) -> list[EvalRecord]:
+    """One evaluation per step of ``cells`` (step -> task ``i``'s outcomes, ``"01"``: sample 0
+    failed, sample 1 solved), tasks named ``task-i``."""
+    return [
+        EvalRecord(split, step, step, stream, seed, {f"task-{i}": c for i, c in enumerate(row)})
+        for step, row in cells.items()
+    ]
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ from arctic_swe._cli import main
 from arctic_swe._wilson import wilson_interval
 from arctic_swe.ablate import ABLATION_FLAGS
 from arctic_swe.cli._overfit import ablation_overrides, resolve_config
-from arctic_swe.metrics import MetricsLog, UpdateMetrics
+from arctic_swe.metrics import EvalRecord, EvaluationLog, MetricsLog, UpdateMetrics
 
 
 def _parse(*argv: str):  # type: ignore[no-untyped-def]
@@ -102,8 +102,15 @@ def test_missing_policy_checkpoint_is_a_clear_error(
 
 def _write_run(root: Path, rewards: list[float], *, measured: bool = True) -> None:
     """A run whose eviction-adjusted and batch rewards, and (``measured``) measured pool
-    success on every update, all follow ``rewards``."""
+    success on every update (16 tasks x 2 samples, the first rollouts solved; update 0 at the
+    first reward), all follow ``rewards``."""
     root.mkdir()
+    if measured:
+        evaluations = EvaluationLog(root / "evaluations.jsonl")
+        for step, reward in enumerate([rewards[0], *rewards]):
+            flat = "1" * round(32 * reward) + "0" * (32 - round(32 * reward))
+            cells = {f"task-{k:02d}": flat[2 * k : 2 * k + 2] for k in range(16)}
+            evaluations.append(EvalRecord("pool", step, step, "pool", 0, cells))
     log = MetricsLog(root / "metrics.jsonl")
     for step, reward in enumerate(rewards, 1):
         fields = dict.fromkeys(UpdateMetrics.__dataclass_fields__, 0)
@@ -136,7 +143,8 @@ def test_compare_plots_runs_and_prints_summaries(
     text = capsys.readouterr().out
     assert "full" in text
     assert "broken" in text
-    assert "NO" in text  # the collapsed run does not hold
+    assert "climbed" in text  # full: update 0 → final, paired per task
+    assert "fell" in text  # broken: the final window below the reference window
     assert "not measured" in text  # a log from before the measured pool success still loads
     assert (out / "compare_reward.png").stat().st_size > 0
 
@@ -155,8 +163,8 @@ def test_compare_prints_training_health_and_blocks_of_updates(
     assert "full: blocks of 2" in text
     for block in ("1-2", "3-4", "5-5"):
         assert block in text
-    # the pooled last-third window: updates 4 and 5, 29 + 29 solved of 2 x 32
-    assert "58 / 64 (updates 4-5)" in text
+    # the final window (the last third of 5 updates): updates 4 and 5, 29 + 29 solved of 2 x 32
+    assert "58 / 64 (updates 4-5, 2 evaluations)" in text
 
 
 def test_compare_says_whether_the_runs_share_their_inputs(tmp_path: Path) -> None:

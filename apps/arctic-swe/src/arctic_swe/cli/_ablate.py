@@ -129,12 +129,21 @@ def _run_variants(plan: AblationPlan, inputs: Inputs, note: Console, where: list
 def _report(plan: AblationPlan) -> None:
     """The comparison of every variant: the results tables (printed, and OUT/comparison.md;
     ``arctic-swe report`` builds a results page from the same list), the plots."""
-    from arctic_swe.cli._compare import inputs_line, read_evaluations, read_runs, write_comparison
+    from arctic_swe.cli._compare import (
+        inputs_line,
+        read_evaluations,
+        read_runs,
+        read_verdict_rules,
+        write_comparison,
+    )
     from arctic_swe.report import result_sections, sections_markdown
 
     dirs = [plan.run_dir(v).root for v in plan.configs]
-    runs = read_runs(dirs, list(plan.configs))
-    rows, plots = write_comparison(runs, plan.out, read_evaluations(dirs, list(plan.configs)))
+    labels = list(plan.configs)
+    runs = read_runs(dirs, labels)
+    rows, plots = write_comparison(
+        runs, plan.out, read_evaluations(dirs, labels), read_verdict_rules(dirs, labels)
+    )
     sections = result_sections(rows)
     out = console()
     out.print(f"arctic-swe ablate: {plan.out}", highlight=False)

@@ -19,7 +19,13 @@ from arctic_swe.cli._output import console
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from arctic_swe.metrics import ComparisonRow, EvalRecord, RunHealth, UpdateMetrics
+    from arctic_swe.metrics import (
+        ComparisonRow,
+        EvalRecord,
+        RunHealth,
+        UpdateMetrics,
+        VerdictRule,
+    )
 
 
 def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
@@ -88,17 +94,37 @@ def read_evaluations(
         }
 
 
+def read_verdict_rules(
+    runs: Sequence[Path], labels: Sequence[str] = ()
+) -> dict[str, VerdictRule | None]:
+    """label -> the verdict rule the run's ``config.toml`` declared (its ``[verdict]`` section
+    over its length; ``None`` for a run without one). Raises :class:`CommandError` for a bad
+    config or end record."""
+    from arctic_swe.config import RunConfigError, RunDirError
+    from arctic_swe.metrics import read_verdict_rule, run_labels
+
+    with user_errors(RunConfigError, RunDirError):
+        return {
+            label: read_verdict_rule(Path(run))
+            for label, run in zip(run_labels(runs, labels), runs, strict=True)
+        }
+
+
 def write_comparison(
     runs: Mapping[str, list[UpdateMetrics]],
     out: Path,
     evaluations: Mapping[str, Sequence[EvalRecord]] | None = None,
+    rules: Mapping[str, VerdictRule | None] | None = None,
 ) -> tuple[list[ComparisonRow], list[Path]]:
-    """One comparison row per run (with its evaluations, when given), and the overlay PNGs
-    written into ``out``."""
+    """One comparison row per run (with its evaluations and its verdict rule, when given), and
+    the overlay PNGs written into ``out``."""
     from arctic_swe.metrics import comparison_row, plot_compare
 
-    evals = evaluations or {}
-    rows = [comparison_row(label, records, evals.get(label, ())) for label, records in runs.items()]
+    evals, declared = evaluations or {}, rules or {}
+    rows = [
+        comparison_row(label, records, evals.get(label, ()), declared.get(label))
+        for label, records in runs.items()
+    ]
     return rows, plot_compare(dict(runs), out)
 
 
@@ -120,9 +146,11 @@ def run(args: argparse.Namespace) -> int:
     )
 
     runs = read_runs([Path(name) for name in args.runs], args.labels)
-    evaluations = read_evaluations([Path(name) for name in args.runs], args.labels)
+    dirs = [Path(name) for name in args.runs]
+    evaluations = read_evaluations(dirs, args.labels)
+    rules = read_verdict_rules(dirs, args.labels)
     out = console()
-    rows, plots = write_comparison(runs, Path(args.out), evaluations)
+    rows, plots = write_comparison(runs, Path(args.out), evaluations, rules)
     for row, name in zip(rows, args.runs, strict=True):
         out.print(summary_table(row.summary, title=row.label))
         _print_early_end(out, Path(name))

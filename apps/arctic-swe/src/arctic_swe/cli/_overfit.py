@@ -210,11 +210,13 @@ def _train(args: argparse.Namespace, run_dir: RunDir, config: RunConfig) -> int:
             raise CommandInterruptedError(
                 f"{where}; resume with: {_resume_command(args)}"
             ) from None
-    if result.summary is not None:
+    if result.records:
         from arctic_swe.metrics import summary_table
 
-        console().print(summary_table(result.summary))
-        note.print(_verdict_line(result.summary))
+        summary = result.summary
+        assert summary is not None  # records were written
+        console().print(summary_table(summary))
+        note.print(_verdict_line(summary))
     if result.end is not None and result.end.early:
         note.print(result.end.describe())
     for path in result.plots:
@@ -236,18 +238,16 @@ def _train(args: argparse.Namespace, run_dir: RunDir, config: RunConfig) -> int:
 
 
 def _verdict_line(summary: RunSummary) -> str:
-    """The verdict in one sentence, saying which figure it reads."""
-    pool = summary.pool
-    if pool is None:
+    """The verdict in one sentence, saying which figures it reads and by which rule."""
+    verdict = summary.verdict
+    if not verdict.measured:
         return (
-            "verdict: not measured (run.pool_eval_every = 0): the eviction-adjusted reward "
-            "imputes 1.0 to retired tasks, so it cannot tell a held pool from a collapse"
+            f"verdict: not measured ({verdict.reason}); the eviction-adjusted reward imputes "
+            "1.0 to retired tasks, so it cannot tell a held pool from a collapse"
         )
-    word = "held" if pool.held else "NOT held"
     return (
-        f"verdict: {word} — measured pool success, final {pool.final.describe()} "
-        f"({pool.final.where()}) vs peak {pool.peak.describe()} ({pool.peak.where()}); "
-        f"held = final >= 0.9 x peak over the last third ({pool.evaluations} evaluations)"
+        f"verdict: {verdict.label} — pool success, update 0 → final {verdict.climb_text()}; "
+        f"reference → final {verdict.hold_text()}; rule: {verdict.rule.describe()}"
     )
 
 

@@ -1,8 +1,8 @@
 """The table ``cluster up`` ends with: how long the cluster ran, how far the loop got, the
-final measured pool success, and where the metrics, plots and logs are.
+run's declared verdict, and where the metrics, plots and logs are.
 
-Everything but the wall time is read back from the run directory (``metrics.jsonl`` and
-``plots/``, as the loop child wrote them), so the table says what the run left behind, not
+Everything but the wall time is read back from the run directory (``metrics.jsonl``,
+``evaluations.jsonl``, ``config.toml`` and ``plots/``, as the loop child wrote them), so the table says what the run left behind, not
 what the launcher believes happened. ``arctic_swe.metrics`` (and with it matplotlib) is
 imported only when a summary is built, at the end of a run.
 """
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from arctic_swe.metrics import PoolVerdict
+    from arctic_swe.metrics import RunVerdict
 
 
 @dataclass(frozen=True)
@@ -24,16 +24,17 @@ class ClusterSummary:
     """What a ``cluster up`` run left in its directory.
 
     ``updates``: updates logged in ``metrics.jsonl`` (a resumed run counts its earlier ones),
-    of ``planned`` (``run.updates``); ``pool``: the measured pool verdict (``None`` when the run
-    evaluated no update); ``unreadable``: why ``metrics.jsonl`` could not be read, if it
-    could not; ``plots``: the PNGs under ``plots/``.
+    of ``planned`` (``run.updates``); ``verdict``: the run's declared verdict over its
+    evaluations ("not measured" without them); ``unreadable``: why ``metrics.jsonl`` (or the
+    verdict's inputs) could not be read, if they could not; ``plots``: the PNGs under
+    ``plots/``.
     """
 
     outcome: str
     wall_seconds: float
     updates: int
     planned: int
-    pool: PoolVerdict | None
+    verdict: RunVerdict
     metrics: Path
     plots: tuple[Path, ...]
     logs: Path
@@ -44,21 +45,32 @@ def cluster_summary(
     run_dir: Path, *, outcome: str, wall_seconds: float, planned: int
 ) -> ClusterSummary:
     """Read ``run_dir``'s metrics and plots into a :class:`ClusterSummary`."""
-    from arctic_swe.metrics import MetricsError, MetricsLog, pool_verdict
+    from arctic_swe.config import RunConfigError, RunDirError
+    from arctic_swe.metrics import (
+        EVALUATIONS,
+        EvaluationLog,
+        MetricsError,
+        MetricsLog,
+        VerdictRule,
+        read_verdict_rule,
+        run_verdict,
+    )
 
     metrics = run_dir / "metrics.jsonl"
-    records, unreadable = [], ""
-    if metrics.is_file():
-        try:
+    records, evaluations, rule, unreadable = [], [], None, ""
+    try:  # the table must still print; say why not
+        if metrics.is_file():
             records = MetricsLog(metrics).read()
-        except (MetricsError, OSError) as exc:  # the table must still print; say why
-            unreadable = " ".join(str(exc).split())
+        evaluations = EvaluationLog(run_dir / EVALUATIONS).read()
+        rule = read_verdict_rule(run_dir)
+    except (MetricsError, RunConfigError, RunDirError, OSError) as exc:
+        unreadable = " ".join(str(exc).split())
     return ClusterSummary(
         outcome=outcome,
         wall_seconds=wall_seconds,
         updates=len(records),
         planned=planned,
-        pool=pool_verdict(records) if records else None,
+        verdict=run_verdict(evaluations, rule or VerdictRule(updates=max(1, planned))),
         metrics=metrics,
         plots=tuple(sorted((run_dir / "plots").glob("*.png"))),
         logs=run_dir / "logs",
@@ -84,22 +96,21 @@ def _rows(summary: ClusterSummary) -> list[tuple[str, str]]:
         ("result", summary.outcome),
         ("wall time", _duration(summary.wall_seconds)),
         ("updates completed", f"{summary.updates} of {summary.planned}"),
-        *_pool_rows(summary.pool),
+        *_verdict_rows(summary.verdict),
         ("metrics", metrics),
         ("plots", "\n".join(map(str, summary.plots)) or "none written"),
         ("logs", str(summary.logs)),
     ]
 
 
-def _pool_rows(pool: PoolVerdict | None) -> list[tuple[str, str]]:
-    if pool is None:
-        return [("final pool evaluation", "not measured (no update was evaluated)")]
-    final = pool.final
-    verdict = "held" if pool.held else "NOT held"
+def _verdict_rows(verdict: RunVerdict) -> list[tuple[str, str]]:
+    label = verdict.label + (f" ({verdict.reason})" if verdict.reason else "")
     return [
-        (f"final pool evaluation ({final.where()})", final.describe()),
-        ("pool success, peak", f"{pool.peak.describe()} ({pool.peak.where()})"),
-        ("verdict (final >= 0.9 x peak)", f"{verdict} ({pool.evaluations} evaluations)"),
+        ("pool success, final window", verdict.final_text()),
+        ("pool success, update 0 → final", verdict.climb_text()),
+        ("pool success, reference → final", verdict.hold_text()),
+        ("verdict (declared before the run)", label),
+        ("held-out success, update 0 → final", verdict.heldout_text()),
     ]
 
 

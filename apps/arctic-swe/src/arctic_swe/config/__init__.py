@@ -50,6 +50,7 @@ from arctic_swe.config._schema import (
     RunSection,
     SandboxSection,
     TrainerSection,
+    VerdictSection,
 )
 from arctic_swe.config._tables import (
     check_sections,
@@ -90,6 +91,7 @@ __all__ = [
     "RunSection",
     "SandboxSection",
     "TrainerSection",
+    "VerdictSection",
     "add_worker_options",
     "apply_overrides",
     "check_sections",

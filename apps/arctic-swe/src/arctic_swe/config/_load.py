@@ -275,6 +275,24 @@ def validate(config: RunConfig) -> None:
     metrics = config.metrics
     require(metrics.kl_by_layer_every >= 0, "metrics.kl_by_layer_every", "must be >= 0 (0: off)")
     require(metrics.kl_by_layer_tokens >= 1, "metrics.kl_by_layer_tokens", "must be >= 1")
+    _validate_verdict(config)
+
+
+def _validate_verdict(config: RunConfig) -> None:
+    """The declared windows are ordered inside the run; confidence and margin are shares."""
+    verdict = config.verdict
+    require(
+        0 <= verdict.reference_start < verdict.reference_end,
+        "verdict.reference_start",
+        "must satisfy 0 <= reference_start < reference_end",
+    )
+    require(
+        verdict.reference_end <= verdict.final_start < 1,
+        "verdict.final_start",
+        "must satisfy reference_end <= final_start < 1 (the final window is (final_start, 1])",
+    )
+    require(0 < verdict.confidence < 1, "verdict.confidence", "must lie in (0, 1)")
+    require(0 <= verdict.margin < 1, "verdict.margin", "must lie in [0, 1)")
 
 
 def _validate_trainer_kind(config: RunConfig) -> None:

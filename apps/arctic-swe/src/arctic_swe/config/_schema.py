@@ -218,6 +218,29 @@ class MetricsSection:
 
 
 @attrs.frozen
+class VerdictSection:
+    """The stress test's verdict, declared before the run (Arctic-SWE §3.1: climbs and holds).
+
+    Windows are fractions of the run's updates, ``(start, end]``: the verdict compares the
+    final window ``(final_start, 1]`` with update 0 (climb) and with the reference window
+    (hold), each paired per task with a two-sided t interval over tasks at ``confidence``; a
+    change must clear ``margin`` (absolute pool success) beyond its interval to count
+    (arctic_swe.metrics.run_verdict; error rates: results/stress-test.md).
+    """
+
+    reference_start: float = 1 / 3
+    reference_end: float = 2 / 3
+    final_start: float = 2 / 3
+    confidence: float = 0.95
+    # About one rollout of the 32 in a tiny evaluation (16 tasks x 2 samples): the t interval
+    # over tasks is too narrow when only a handful of tasks vary and all the same way (4 of 16
+    # clear it with the rest unchanged), which a flat policy does by luck; with 0, a flat
+    # policy got a climb or a fall in 5-8 % of simulated runs, with 0.03 in 1-2 %
+    # (results/stress-test.md, "The verdict rule and its error rates").
+    margin: float = 0.03
+
+
+@attrs.frozen
 class RunConfig:
     """The complete configuration of an ``arctic-swe overfit`` run."""
 
@@ -228,6 +251,7 @@ class RunConfig:
     sandbox: SandboxSection = attrs.field(factory=SandboxSection)
     trainer: TrainerSection = attrs.field(factory=TrainerSection)
     metrics: MetricsSection = attrs.field(factory=MetricsSection)
+    verdict: VerdictSection = attrs.field(factory=VerdictSection)
 
 
 #: Section name -> section class, in TOML order.

@@ -1,11 +1,12 @@
 """One table comparing several runs (``arctic-swe ablate``, ``arctic-swe compare``): a row per
 run with the stress test's verdict figures, as rich and as markdown.
 
-The pool figures are the run's **measured** pool success (:class:`PoolVerdict` of
-:func:`summarize`: first, peak and final evaluations with their Wilson 95 % intervals, and the
-verdict ``held``) and the last window of ``replay_adjusted``; a run without evaluations (or a
-log written before them) shows "not measured" there. The imputed eviction-adjusted reward
-windows and their old criterion follow, labelled as imputed, never as the verdict.
+The pool figures are the run's declared verdict (:class:`RunVerdict` of
+:func:`summarize`): update 0 → final window and reference → final window, each a paired per-task change with its
+t interval over tasks, the label, the held-out split's update 0 → final beside it, and the last
+window of ``replay_adjusted``; a run without evaluations (or a log written before them) shows
+"not measured" there. The imputed eviction-adjusted reward windows follow, labelled as imputed,
+never as the verdict.
 """
 
 from __future__ import annotations
@@ -18,14 +19,13 @@ from rich.table import Table
 from arctic_swe.metrics._evaluations import EvalRecord
 from arctic_swe.metrics._record import UpdateMetrics
 from arctic_swe.metrics._summary import RunSummary, summarize
-
-NOT_MEASURED = "not measured"
+from arctic_swe.metrics._verdict import NOT_MEASURED as NOT_MEASURED  # _seeds reads it here
+from arctic_swe.metrics._verdict import VerdictRule
 
 
 @dataclass(frozen=True)
 class ComparisonRow:
-    """One run: its summary (with the measured pool verdict, if any) and its mean masked
-    fraction."""
+    """One run: its summary (with its verdict) and its mean masked fraction."""
 
     label: str
     summary: RunSummary
@@ -36,47 +36,37 @@ class ComparisonRow:
 
 
 def comparison_row(
-    label: str, records: Sequence[UpdateMetrics], evaluations: Sequence[EvalRecord] = ()
+    label: str,
+    records: Sequence[UpdateMetrics],
+    evaluations: Sequence[EvalRecord] = (),
+    rule: VerdictRule | None = None,
 ) -> ComparisonRow:
-    """The row of one non-empty run."""
+    """The row of one non-empty run; its verdict under ``rule`` (see :func:`summarize`)."""
     return ComparisonRow(
         label=label,
-        summary=summarize(records),
+        summary=summarize(records, evaluations, rule),
         masked_frac=sum(r.masked_frac for r in records) / len(records),
         evaluations=tuple(evaluations),
         records=tuple(records),
     )
 
 
-def _held(held: bool | None) -> str:
-    return NOT_MEASURED if held is None else ("yes" if held else "NO")
-
-
 def _pool_cells(rows: Sequence[ComparisonRow]) -> list[tuple[str, list[str]]]:
-    """Measured pool success first → final (peak), each with its Wilson 95 % interval, the
-    verdict, and the last window of replay-adjusted reward."""
-    pools = []
-    for row in rows:
-        pool = row.summary.pool
-        pools.append(
-            NOT_MEASURED if pool is None
-            else f"{pool.first.describe()} → {pool.final.describe()} ({pool.peak.describe()})"
-        )  # fmt: skip
+    """The verdict's paired changes (each with what its interval includes), its label, the
+    held-out change beside it, the final window's rollouts and the last window of
+    replay-adjusted reward."""
+    verdicts = [row.summary.verdict for row in rows]
     replay = [
         NOT_MEASURED if r.summary.replay_final_window is None
         else f"{r.summary.replay_final_window:.3f}"
         for r in rows
     ]  # fmt: skip
-    pooled = [
-        NOT_MEASURED if r.summary.pool is None
-        else f"{r.summary.pool.final.solved} / {r.summary.pool.final.rollouts} "
-        f"({r.summary.pool.final.where()})"
-        for r in rows
-    ]  # fmt: skip
     return [
-        ("pool success first → final (peak), 95 % CI", pools),
-        ("final window solved / rollouts", pooled),
-        ("held (final >= 0.9 x peak)", [_held(r.summary.held) for r in rows]),
+        ("pool update 0 → final, paired change [CI]", [v.climb_text() for v in verdicts]),
+        ("pool reference → final, paired change [CI]", [v.hold_text() for v in verdicts]),
+        ("verdict", [v.label for v in verdicts]),
+        ("held-out update 0 → final [CI]", [v.heldout_text() for v in verdicts]),
+        ("final window solved / rollouts", [v.final_text() for v in verdicts]),
         ("replay-adjusted, last window", replay),
     ]
 
@@ -89,14 +79,9 @@ def _columns(rows: Sequence[ComparisonRow]) -> list[tuple[str, list[str]]]:
         ("updates", [str(r.summary.updates) for r in rows]),
         *_pool_cells(rows),
         (
-            f"imputed pool reward first → last {window} (peak)",
-            [
-                f"{r.summary.first_window:.3f} → {r.summary.final_window:.3f} "
-                f"({r.summary.peak_window:.3f})"
-                for r in rows
-            ],
+            f"imputed pool reward first → last {window}",
+            [f"{r.summary.first_window:.3f} → {r.summary.final_window:.3f}" for r in rows],
         ),
-        ("imputed held", ["yes" if r.summary.adjusted_held else "NO" for r in rows]),
         (
             "batch reward first → last",
             [

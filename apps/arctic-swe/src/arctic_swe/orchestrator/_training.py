@@ -24,8 +24,8 @@ from arctic_swe.metrics import (
     RunSummary,
     TensorBoardSink,
     UpdateMetrics,
+    judged_summary,
     plot_run,
-    summarize,
 )
 from arctic_swe.orchestrator._engines import torch_engine
 from arctic_swe.orchestrator._loop import RLLoop
@@ -89,5 +89,6 @@ def run_training(
     plots: tuple[Path, ...] = ()
     if records and config.metrics.plots:
         plots = tuple(plot_run(records, run.plots))
-    summary = summarize(records) if records else None
-    return TrainingResult(run, records, summary, plots, read_run_end(run))
+    end = read_run_end(run)
+    summary = judged_summary(records, run, config, end) if records else None
+    return TrainingResult(run, records, summary, plots, end)
