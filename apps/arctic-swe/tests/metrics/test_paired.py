@@ -16,13 +16,13 @@ from arctic_swe.metrics import (
     ComparisonRow,
     EvalRecord,
     PairedRow,
+    VerdictRule,
     comparison_row,
     final_window,
     paired_difference,
     paired_markdown,
     paired_rows,
     seed_label,
-    window_updates,
 )
 
 from .conftest import evaluation, record
@@ -155,28 +155,26 @@ def test_a_seed_only_full_ran_changes_nothing(
     assert (after.pool, after.heldout, after.start) == (before.pool, before.heldout, before.start)
 
 
-def test_the_window_is_the_last_third_of_the_plan_or_of_what_an_early_stop_did() -> None:
-    records = [record(step, 0.5) for step in range(1, 7)]
-    assert window_updates(records, [], planned=9) == 6  # stopped early: its own last window
-    assert window_updates(records, [], planned=6) == 6
-    assert window_updates(records, [], planned=3) == 3  # the plan caps a longer log
-    assert window_updates(records, [evaluation("pool", 8, 1)]) == 6
-    assert window_updates([], [evaluation("pool", 8, 1), evaluation("pool", 2, 1)]) == 8
-    window = final_window([evaluation("pool", s, s) for s in (0, 3, 4, 5, 6)], "pool", 6)
+def test_the_window_is_the_declared_final_window_with_near_identical_weights_thinned() -> None:
+    evaluations = [evaluation("pool", s, s) for s in (0, 3, 4, 5, 6)]
+    window = final_window(evaluations, "pool", VerdictRule(updates=6))
     assert window is not None
     assert (window.steps, window.solved, window.rollouts) == ((5, 6), 11, 32)
-    assert final_window([evaluation("pool", 3, 3)], "pool", 6) is None
-    assert final_window([evaluation("pool", 6, 3)], "heldout", 6) is None
+    # cadence 4: an evaluation 1 update after a kept one is left out (4 and 6)
+    thinned = final_window(evaluations, "pool", VerdictRule(updates=6, every=4))
+    assert thinned is not None
+    assert (thinned.steps, thinned.solved, thinned.rollouts) == ((5,), 5, 16)
+    assert final_window([evaluation("pool", 3, 3)], "pool", VerdictRule(updates=6)) is None
+    assert final_window([evaluation("pool", 6, 3)], "heldout", VerdictRule(updates=6)) is None
 
 
-def test_planned_updates_move_the_window() -> None:
-    # 9 updates planned and done: the window is steps 7-9, which holds no evaluation
-    full = _run("full", [8, 8, 0, 10, 12], updates=9)
-    (row,) = paired_rows([full], {"full": 9})
+def test_the_runs_declared_rule_places_the_window() -> None:
+    evaluations = [evaluation("pool", s, n) for s, n in zip(STEPS, [8, 8, 0, 10, 12], strict=True)]
+    records = [record(step, 0.5) for step in range(1, 7)]
+    planned_nine = comparison_row("full", records, evaluations, VerdictRule(updates=9))
+    (row,) = paired_rows([planned_nine])  # the window (6, 9] holds no evaluation
     assert row.pool_rates == (None,)
-    (row,) = paired_rows([full])  # unplanned: the last step is 9 as well
-    assert row.pool_rates == (None,)
-    (row,) = paired_rows([full], {"full": 6})  # the plan says 6: steps 5-6
+    (row,) = paired_rows([comparison_row("full", records, evaluations, VerdictRule(updates=6))])
     assert row.pool_rates == (22 / 32,)  # 10 and 12 of 16 at steps 5 and 6
 
 

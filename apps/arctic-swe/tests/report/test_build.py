@@ -10,7 +10,13 @@ import pytest
 
 from arctic_swe.ablate import AblationPlan, open_plan, seeded_configs, variant_configs
 from arctic_swe.config import EndReason, RunConfig, apply_overrides
-from arctic_swe.metrics import EVALUATIONS, EvaluationLog, MetricsLog, comparison_row
+from arctic_swe.metrics import (
+    EVALUATIONS,
+    EvaluationLog,
+    MetricsLog,
+    comparison_row,
+    read_verdict_rule,
+)
 from arctic_swe.report import (
     BEGIN,
     END,
@@ -82,6 +88,7 @@ def test_the_page_holds_the_tables_ablate_writes_and_the_figures(tmp_path: Path)
             label,
             MetricsLog(tmp_path / "ab" / label / "metrics.jsonl").read(),
             EvaluationLog(tmp_path / "ab" / label / EVALUATIONS).read(),
+            read_verdict_rule(tmp_path / "ab" / label),
         )
         for label in CURVES
     ]

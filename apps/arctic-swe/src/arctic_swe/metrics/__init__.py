@@ -58,7 +58,6 @@ from arctic_swe.metrics._paired import (
     paired_rows,
     paired_table,
     start_check,
-    window_updates,
 )
 from arctic_swe.metrics._plots import PANELS, plot_compare, plot_numerics, plot_run
 from arctic_swe.metrics._record import MetricsError, MetricsLog, UpdateMetrics
@@ -160,7 +159,6 @@ __all__ = [
     "variant_seed",
     "verdict_rows",
     "verdict_rule",
-    "window_updates",
     "windows_table",
     "zero_gradient",
 ]

@@ -10,9 +10,9 @@ it grows with the seed-to-seed spread, which a Wilson interval over pooled rollo
 (that one counts sampling noise only). A variant is "separated" from ``full`` only when that
 interval excludes 0; one seed gives a difference and no interval.
 
-The final window is the evaluations whose step lies in :data:`FINAL_WINDOW` of the run's
-updates (:func:`window_updates`), read straight from the run's :class:`EvalRecord` list, for
-the pool and the held-out split alike; the warm-start evaluation (update 0) of both runs is
+The final window is the one the run's declared verdict reads (its ``[verdict]`` section over
+its length, near-identical weights thinned out: :meth:`VerdictRule.window_records`), for the
+pool and the held-out split alike; the warm-start evaluation (update 0) of both runs is
 compared as a check that a pair really shares its start.
 """
 
@@ -31,16 +31,9 @@ from arctic_swe.metrics._comparison import (
     columns_markdown,
     columns_table,
 )
-from arctic_swe.metrics._evaluations import (
-    FINAL_WINDOW,
-    HELDOUT_SPLIT,
-    POOL_SPLIT,
-    EvalRecord,
-    in_window,
-    of_split,
-)
-from arctic_swe.metrics._record import UpdateMetrics
+from arctic_swe.metrics._evaluations import HELDOUT_SPLIT, POOL_SPLIT, EvalRecord, of_split
 from arctic_swe.metrics._seeds import by_variant
+from arctic_swe.metrics._verdict import VerdictRule
 
 #: The variant every other one is compared to.
 REFERENCE = "full"
@@ -49,21 +42,6 @@ REFERENCE = "full"
 _TIE = 1e-12
 
 Seed = int | None  # None: a run without ``--seeds`` (the base config's seed)
-
-
-def window_updates(
-    records: Sequence[UpdateMetrics], evaluations: Sequence[EvalRecord], planned: int | None = None
-) -> int:
-    """The number of updates the final window is a fraction of.
-
-    The run's last step (its last ``metrics.jsonl`` update, or its last evaluation when it
-    logged no update), capped by the ``planned`` updates of its config when given: a finished
-    run's window is the last third of its plan, and a run that stopped early (the deck ran out
-    of active tasks, or it is still running) is judged on the last third of what it did, never
-    on an empty window past its end.
-    """
-    last = max((r.step for r in records), default=max((e.step for e in evaluations), default=0))
-    return last if planned is None else min(planned, last)
 
 
 @dataclass(frozen=True)
@@ -79,9 +57,11 @@ class WindowRate:
         return self.solved / self.rollouts if self.rollouts else 0.0
 
 
-def final_window(evaluations: Sequence[EvalRecord], split: str, updates: int) -> WindowRate | None:
-    """The ``split`` evaluations in :data:`FINAL_WINDOW` of ``updates`` (``None``: none)."""
-    window = in_window(of_split(evaluations, split), updates, FINAL_WINDOW)
+def final_window(
+    evaluations: Sequence[EvalRecord], split: str, rule: VerdictRule
+) -> WindowRate | None:
+    """The ``split`` evaluations in ``rule``'s final window (``None``: none)."""
+    window = rule.window_records(evaluations, split, rule.final)
     rollouts = sum(e.rollouts for e in window)
     if not rollouts:
         return None
@@ -236,10 +216,10 @@ class _RunFigures:
     start: EvalRecord | None
 
 
-def _figures(row: ComparisonRow, planned: int | None) -> _RunFigures:
-    updates = window_updates(row.records, row.evaluations, planned)
-    pool = final_window(row.evaluations, POOL_SPLIT, updates)
-    heldout = final_window(row.evaluations, HELDOUT_SPLIT, updates)
+def _figures(row: ComparisonRow) -> _RunFigures:
+    rule = row.summary.verdict.rule  # the run's declared windows (default ones without a config)
+    pool = final_window(row.evaluations, POOL_SPLIT, rule)
+    heldout = final_window(row.evaluations, HELDOUT_SPLIT, rule)
     return _RunFigures(
         None if pool is None else pool.rate,
         None if heldout is None else heldout.rate,
@@ -247,19 +227,14 @@ def _figures(row: ComparisonRow, planned: int | None) -> _RunFigures:
     )
 
 
-def paired_rows(
-    rows: Sequence[ComparisonRow],
-    updates: Mapping[str, int] | None = None,
-    reference: str = REFERENCE,
-) -> list[PairedRow]:
+def paired_rows(rows: Sequence[ComparisonRow], reference: str = REFERENCE) -> list[PairedRow]:
     """The reference's row first, then one row per other variant in first-seen order.
 
     ``rows`` are labelled ``<variant>/seed-<n>`` (or ``<variant>`` for one run at the base
-    seed); ``updates``: label -> the run's planned updates (its config's ``run.updates``),
-    where known. Empty when no row is the ``reference``: there is nothing to pair with.
+    seed), each with the verdict rule its config declared (``ComparisonRow.summary``). Empty
+    when no row is the ``reference``: there is nothing to pair with.
     """
-    planned = updates or {}
-    grouped = by_variant((row.label, _figures(row, planned.get(row.label))) for row in rows)
+    grouped = by_variant((row.label, _figures(row)) for row in rows)
     if reference not in grouped:
         return []
     base = grouped[reference]

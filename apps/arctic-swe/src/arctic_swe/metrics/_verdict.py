@@ -102,6 +102,15 @@ class VerdictRule:
         low = int(window[0] * self.updates) + 1
         return f"updates {low}-{int(window[1] * self.updates)}"
 
+    def window_records(
+        self, evaluations: Sequence[EvalRecord], split: str, window: tuple[float, float]
+    ) -> list[EvalRecord]:
+        """``split``'s evaluations in ``window`` (fractions of :attr:`updates`), near-identical
+        weights thinned out first: the one definition of a window the verdict and the seed
+        comparison both read."""
+        kept, _ = thin(of_split(evaluations, split), self.every)
+        return in_window(kept, self.updates, window)
+
     def describe(self) -> str:
         """The rule in one line."""
         margin = f" by more than {self.margin:g}" if self.margin else ""
@@ -188,7 +197,7 @@ def _climb(
 ) -> tuple[PairedChange | None, list[EvalRecord]]:
     """One split's paired climb (update 0 → final window) and its final window's records."""
     start = [r for r in records if r.step == 0]
-    final = in_window(records, rule.updates, rule.final)
+    final = in_window(records, rule.updates, rule.final)  # records: thinned by the caller
     return paired_change(start, final, rule.confidence), final
 
 

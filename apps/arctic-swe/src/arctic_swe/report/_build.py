@@ -44,7 +44,7 @@ def render_block(
     """The generated part of the page, markers included: every table that applies, the
     inputs line, the runs that stopped early, and the ``figures`` (file names under
     ``figures/``)."""
-    rows = [comparison_row(run.label, run.records, run.evaluations) for run in runs]
+    rows = [comparison_row(run.label, run.records, run.evaluations, run.rule) for run in runs]
     lines = [
         BEGIN,
         "",

@@ -7,8 +7,22 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from arctic_swe.config import RunDir, RunDirError, RunEnd, RunInputs, read_run_end, read_run_inputs
-from arctic_swe.metrics import EvalRecord, MetricsError, UpdateMetrics
+from arctic_swe.config import (
+    RunConfigError,
+    RunDir,
+    RunDirError,
+    RunEnd,
+    RunInputs,
+    read_run_end,
+    read_run_inputs,
+)
+from arctic_swe.metrics import (
+    EvalRecord,
+    MetricsError,
+    UpdateMetrics,
+    VerdictRule,
+    read_verdict_rule,
+)
 from arctic_swe.report._errors import ReportError
 from arctic_swe.report._layout import (
     DATA,
@@ -30,6 +44,7 @@ class RunData:
     evaluations: tuple[EvalRecord, ...]
     end: RunEnd | None
     inputs: RunInputs | None
+    rule: VerdictRule | None = None  # the verdict its config.toml declared
 
 
 def read_results(results: Path) -> list[RunData]:
@@ -65,8 +80,9 @@ def _run(data: Path, label: str) -> RunData:
             else ()
         )
         end, inputs = read_run_end(RunDir(root)), read_run_inputs(RunDir(root))
-    except (MetricsError, RunDirError, TypeError) as exc:
+        rule = read_verdict_rule(root)
+    except (MetricsError, RunDirError, RunConfigError, TypeError) as exc:
         raise ReportError(f"run {label}: {exc}") from exc
     if not records:
         raise ReportError(f"run {label}: {metrics} holds no updates")
-    return RunData(label, records, evals, end, inputs)
+    return RunData(label, records, evals, end, inputs, rule)
