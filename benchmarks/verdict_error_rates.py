@@ -29,10 +29,10 @@ is its wrong verdict, "held" on ``collapse``.
 
 Pure Python, seeded. Prints one JSON object as the last stdout line.
 
-    uv run --frozen --all-packages --all-extras python benchmarks/verdict_error_rates.py
-    uv run --frozen --all-packages --all-extras python benchmarks/verdict_error_rates.py \\
+    uv run --frozen --all-packages --all-extras --no-extra vllm python benchmarks/verdict_error_rates.py
+    uv run --frozen --all-packages --all-extras --no-extra vllm python benchmarks/verdict_error_rates.py \\
         --runs 200 --sizes tiny
-    uv run --frozen --all-packages --all-extras python benchmarks/verdict_error_rates.py --smoke
+    uv run --frozen --all-packages --all-extras --no-extra vllm python benchmarks/verdict_error_rates.py --smoke
 """
 
 from __future__ import annotations

@@ -144,7 +144,7 @@ def test_bad_seed_lists_are_typed_errors(text: str, message: str) -> None:
 def test_each_variant_runs_once_per_seed_and_only_its_seed_changes() -> None:
     configs = variant_configs(RunConfig(), ("full", "clip"))
     seeded = seeded_configs(configs, (3, 0))
-    assert list(seeded) == ["full/seed-3", "full/seed-0", "clip/seed-3", "clip/seed-0"]
+    assert list(seeded) == ["full/seed-3", "clip/seed-3", "full/seed-0", "clip/seed-0"]
     for key, config in seeded.items():
         variant, _, seed = key.partition("/seed-")
         assert config.run.seed == int(seed)

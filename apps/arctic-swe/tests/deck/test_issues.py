@@ -114,10 +114,29 @@ def test_an_unknown_style_is_a_config_error() -> None:
         write_issue("verbose", facts)
 
 
+def _plain_blocks(markdown: str) -> list[str]:
+    """The contents of the fenced blocks without a language, fences paired in order (a fence
+    with a language opens a block its bare closing fence ends)."""
+    blocks: list[str] = []
+    lines: list[str] | None = None
+    plain = False
+    for line in markdown.splitlines(keepends=True):
+        if not line.startswith("```"):
+            if lines is not None:
+                lines.append(line)
+        elif lines is None:
+            lines, plain = [], line.strip() == "```"
+        else:
+            if plain:
+                blocks.append("".join(lines))
+            lines = None
+    return blocks
+
+
 @pytest.mark.parametrize("doc", ["docs/harness-and-deck.md", "README.md"])
 def test_the_documented_examples_are_what_the_generator_writes(doc: str) -> None:
     text = (Path(__file__).resolve().parents[2] / doc).read_text()
-    blocks = re.findall(r"^```\n(.*?)^```$", text, flags=re.DOTALL | re.MULTILINE)
+    blocks = _plain_blocks(text)
     for style in ("line", "behaviour"):
         config = DeckConfig(0, pool_size=2, heldout_size=0, warmstart_size=0, issue_style=style)
         issue = generate_tasks(config)["pool"][1].issue

@@ -22,12 +22,20 @@ def test_thinning_keeps_evaluations_half_a_cadence_apart(steps: set[int], every:
     kept_steps = [r.step for r in kept]
     assert kept_steps == sorted(kept_steps)
     assert sorted([*kept_steps, *left_out]) == sorted(steps)
-    assert all(2 * (b - a) >= every for a, b in itertools.pairwise(kept_steps))
-    for step in left_out:  # each one lies under half the cadence after a kept one before it
-        previous = max(s for s in kept_steps if s < step)
+    trained = [s for s in kept_steps if s > 0]  # update 0 is never an anchor
+    assert all(2 * (b - a) >= every for a, b in itertools.pairwise(trained))
+    for step in left_out:  # each one lies under half the cadence after a kept trained one
+        previous = max(s for s in trained if s < step)
         assert 2 * (step - previous) < every
     if steps:
         assert kept_steps[0] == min(steps)  # the earliest (update 0, when there) is kept
+    if len(steps - {0}) > 0:  # the first trained one, whatever its distance to update 0
+        assert min(steps - {0}) in kept_steps
+
+
+def test_a_short_runs_final_evaluation_is_not_thinned_against_the_warm_start() -> None:
+    kept, left_out = thin(evaluations({0: ["1"], 4: ["1"]}), 9)
+    assert ([r.step for r in kept], left_out) == ([0, 4], ())
 
 
 def test_the_grid_is_kept_and_a_late_extra_evaluation_too() -> None:

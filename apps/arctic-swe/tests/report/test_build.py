@@ -121,7 +121,7 @@ def test_seeded_runs_get_the_paired_table(tmp_path: Path) -> None:
     text = write_report(results).text
     assert "### paired with full, seed by seed" in text
     assert [run.label for run in read_results(results)] == [
-        "full/seed-0", "full/seed-1", "clip/seed-0", "clip/seed-1"]  # fmt: skip
+        "full/seed-0", "clip/seed-0", "full/seed-1", "clip/seed-1"]  # fmt: skip
 
 
 @pytest.mark.usefixtures("stub_plots")

@@ -223,9 +223,11 @@ def seeded_configs(
     per_variant: Mapping[str, Sequence[int]] | None = None,
 ) -> dict[str, RunConfig]:
     """Every variant once per seed (``run.seed``; ``per_variant`` narrows a variant to its own
-    seeds), keyed ``<variant>/seed-<n>`` in variant order then seed order; ``configs``
-    unchanged when ``seeds`` is empty (one run per variant at the base config's seed, the
-    layout ``OUT/<variant>/``)."""
+    seeds), keyed ``<variant>/seed-<n>`` in seed order then variant order — the order they
+    run, so every finished seed is a complete set of pairs and an ablation stopped half way
+    (or spread over days on a drifting machine) leaves paired runs, not one variant's seeds;
+    ``configs`` unchanged when ``seeds`` is empty (one run per variant at the base config's
+    seed, the layout ``OUT/<variant>/``)."""
     from arctic_swe.metrics import seed_label  # metrics imports matplotlib: not at --help
 
     if not seeds:
@@ -233,6 +235,7 @@ def seeded_configs(
     own = per_variant or {}
     return {
         seed_label(name, seed): apply_overrides(config, [f"run.seed={seed}"])
+        for seed in seeds
         for name, config in configs.items()
-        for seed in own.get(name, seeds)
+        if seed in own.get(name, seeds)
     }

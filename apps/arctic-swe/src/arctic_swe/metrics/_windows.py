@@ -20,11 +20,14 @@ from arctic_swe.metrics._evaluations import EvalRecord
 def thin(records: Sequence[EvalRecord], every: int) -> tuple[list[EvalRecord], tuple[int, ...]]:
     """``(kept, left-out steps)``: in step order, an evaluation less than ``every / 2`` updates
     after the last kept one is left out (its weights are nearly the kept one's: pooling both
-    would count one policy twice). ``every = 0`` keeps everything."""
+    would count one policy twice). ``every = 0`` keeps everything. Update 0 (the warm start)
+    is always kept and never an anchor: no window pools it with a trained policy, so a short
+    run's final evaluation a few updates after it (4 updates at a cadence of 9) stays."""
     kept: list[EvalRecord] = []
     left: list[int] = []
     for record in sorted(records, key=lambda r: r.step):
-        if kept and every > 0 and 2 * (record.step - kept[-1].step) < every:
+        anchor = kept[-1].step if kept and kept[-1].step > 0 else None
+        if anchor is not None and every > 0 and 2 * (record.step - anchor) < every:
             left.append(record.step)
         else:
             kept.append(record)
