@@ -18,8 +18,8 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
         help="regenerate a results folder's tables and plots from its committed data",
         description="Read RESULTS/data (the compact raw data of the reported runs: config, "
         "metrics.jsonl.gz, evaluations.jsonl.gz, how each ended) and regenerate every results "
-        "table (comparison, training health, seeds per variant) between the generated-content "
-        "markers of RESULTS/README.md, and the plots RESULTS/figures/*.png. With --collect, "
+        "table (comparison, training health, paired with full, mechanisms) between the "
+        "generated-content markers of RESULTS/README.md, and the plots RESULTS/figures/*.png. With --collect, "
         "first replace RESULTS/data with the data of an ablation directory or of run "
         "directories (never checkpoints or weights; machine paths redacted).",
     )
