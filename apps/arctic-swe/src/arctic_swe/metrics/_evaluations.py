@@ -18,7 +18,6 @@ redoes an evaluation it had not recorded and retrains the updates after its chec
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Any
 
 from arctic_swe._atomic import atomic_write_text
 from arctic_swe._wilson import wilson_interval
-from arctic_swe.metrics._record import MetricsError
+from arctic_swe.metrics._record import MetricsError, append_json_line, read_json_lines
 
 #: Under the run directory.
 EVALUATIONS = "evaluations.jsonl"
@@ -136,23 +135,10 @@ class EvaluationLog:
         self.path = path
 
     def append(self, record: EvalRecord) -> None:
-        with self.path.open("a") as handle:
-            handle.write(record.to_json() + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+        append_json_line(self.path, record.to_json())
 
     def _lines(self) -> Iterator[EvalRecord]:
-        if not self.path.exists():
-            return
-        with self.path.open() as handle:
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                try:
-                    data = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise MetricsError(f"{self.path}:{number}: {exc}") from exc
-                yield EvalRecord.from_mapping(data)
+        return (EvalRecord.from_mapping(data) for data in read_json_lines(self.path))
 
     def read(self) -> list[EvalRecord]:
         """The last record of each (split, step), ordered by split then step."""

@@ -132,6 +132,29 @@ class UpdateMetrics:
         return cls(**{k: data[k] for k in names if k in data})
 
 
+def append_json_line(path: Path, text: str) -> None:
+    """Append one line to a JSON-lines log, flushed and fsynced (a crash loses no line)."""
+    with path.open("a") as handle:
+        handle.write(text + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def read_json_lines(path: Path) -> Iterator[dict[str, Any]]:
+    """The objects of a JSON-lines log (none when it does not exist; blank lines skipped).
+    Raises :class:`MetricsError` naming the line that is not JSON."""
+    if not path.exists():
+        return
+    with path.open() as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise MetricsError(f"{path}:{number}: {exc}") from exc
+
+
 class MetricsLog:
     """Append-only ``metrics.jsonl`` (each line flushed and fsynced)."""
 
@@ -140,10 +163,7 @@ class MetricsLog:
 
     def append(self, record: UpdateMetrics) -> int:
         """Write one line; return the number of lines now in the log (the cursor)."""
-        with self.path.open("a") as handle:
-            handle.write(record.to_json() + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+        append_json_line(self.path, record.to_json())
         return self.count()
 
     def count(self) -> int:
@@ -174,16 +194,7 @@ class MetricsLog:
         atomic_write_text(self.path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
 
     def read_raw(self) -> Iterator[dict[str, Any]]:
-        if not self.path.exists():
-            return
-        with self.path.open() as handle:
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise MetricsError(f"{self.path}:{number}: {exc}") from exc
+        return read_json_lines(self.path)
 
     def read(self) -> list[UpdateMetrics]:
         return [UpdateMetrics.from_mapping(row) for row in self.read_raw()]
