@@ -25,3 +25,17 @@ def test_bounds_lie_in_the_unit_interval_and_contain_the_estimate(case: tuple[in
     assert 0.0 <= low <= successes / n <= high <= 1.0
     assert (low == 0.0) == (successes == 0)
     assert (high == 1.0) == (successes == n)
+
+
+def test_both_records_of_a_sampled_rate_share_one_definition() -> None:
+    from pathlib import Path
+
+    from arctic_swe.evaluate import PolicyEvaluation
+    from arctic_swe.metrics import EvalRecord
+
+    # the same 3 of 4 rollouts, held as fields by one record and computed by the other
+    policy = PolicyEvaluation("p", Path("p"), "pool", 2, 2, 3, 4, {}, {})
+    record = EvalRecord("pool", 0, 0, "pool", 0, {"a": "11", "b": "10"})
+    assert policy.rate == record.rate == 0.75
+    assert policy.interval == record.interval == wilson_interval(3, 4)
+    assert PolicyEvaluation("p", Path("p"), "pool", 0, 1, 0, 0, {}, {}).rate == 0.0

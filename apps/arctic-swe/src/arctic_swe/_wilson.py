@@ -5,6 +5,7 @@ need no torch."""
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -25,3 +26,28 @@ def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, flo
     low = 0.0 if successes == 0 else max(0.0, centre - half)
     high = 1.0 if successes == n else min(1.0, centre + half)
     return low, high
+
+
+class SolvedShare:
+    """The success rate of a record that counts ``solved`` of ``rollouts`` (an in-run
+    evaluation, ``arctic-swe evaluate``'s result): one definition of both properties."""
+
+    # Declared for the type checker only: a dataclass subclass holds them as fields, another
+    # computes them as properties, and a property here would become a dataclass's default.
+    if TYPE_CHECKING:
+
+        @property
+        def solved(self) -> int: ...
+
+        @property
+        def rollouts(self) -> int: ...
+
+    @property
+    def rate(self) -> float:
+        """Share of rollouts solved under the gated reward (0.0 when nothing was sampled)."""
+        return self.solved / self.rollouts if self.rollouts else 0.0
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """Wilson 95 % interval of :attr:`rate`, every rollout counted as independent."""
+        return wilson_interval(self.solved, self.rollouts)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from transformers import PreTrainedTokenizerFast
 
-from arctic_swe._wilson import wilson_interval
+from arctic_swe._wilson import SolvedShare
 from arctic_swe.chat import IM_END, load_tokenizer, special_id
 from arctic_swe.engine import EngineConfig, TorchEngine
 from arctic_swe.evaluate._seeds import CHECK_STREAM, SeededSampler, rollout_seeds, stream_seed
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class PolicyEvaluation:
+class PolicyEvaluation(SolvedShare):
     """What one policy did on a split: ``samples`` rollouts of each of ``tasks`` tasks."""
 
     label: str
@@ -64,16 +64,6 @@ class PolicyEvaluation:
     # task id -> "1"/"0" per sample in sample order (solved or not): what pairs evaluations
     outcomes: dict[str, str] = field(default_factory=dict, repr=False)
     stream: str = CHECK_STREAM  # the named sampling streams (arctic_swe.evaluate.STREAMS)
-
-    @property
-    def rate(self) -> float:
-        """Share of rollouts solved (gated reward 1)."""
-        return self.solved / self.rollouts if self.rollouts else 0.0
-
-    @property
-    def interval(self) -> tuple[float, float]:
-        """Wilson 95 % interval of :attr:`rate`."""
-        return wilson_interval(self.solved, self.rollouts)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready record (the ``--json`` output of ``arctic-swe evaluate``)."""

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from arctic_swe._atomic import atomic_write_text
-from arctic_swe._wilson import wilson_interval
+from arctic_swe._wilson import SolvedShare
 from arctic_swe.metrics._record import MetricsError, append_json_line, read_json_lines
 
 #: Under the run directory.
@@ -38,7 +38,7 @@ FINAL_WINDOW = (2 / 3, 1.0)
 
 
 @dataclass(frozen=True)
-class EvalRecord:
+class EvalRecord(SolvedShare):
     """One evaluation of one policy version on one split.
 
     ``step``: the update that published the weights (0: the warm start, before any update);
@@ -79,16 +79,6 @@ class EvalRecord:
     @property
     def solved(self) -> int:
         return sum(cells.count("1") for cells in self.outcomes.values())
-
-    @property
-    def rate(self) -> float:
-        """Share of rollouts solved (0.0 for an empty evaluation)."""
-        return self.solved / self.rollouts if self.rollouts else 0.0
-
-    @property
-    def interval(self) -> tuple[float, float]:
-        """Wilson 95 % interval of :attr:`rate`, every rollout counted as independent."""
-        return wilson_interval(self.solved, self.rollouts)
 
     def task_rates(self) -> dict[str, float]:
         """Task id -> share of its samples solved."""
