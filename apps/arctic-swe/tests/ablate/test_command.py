@@ -12,7 +12,7 @@ import pytest
 
 from arctic_swe._cli import main
 from arctic_swe.ablate import MANIFEST
-from arctic_swe.config import RunConfig, apply_overrides
+from arctic_swe.config import RunConfig, RunDir, apply_overrides
 from arctic_swe.metrics import EVALUATIONS, EvaluationLog
 
 from ..metrics.conftest import evaluation
@@ -208,3 +208,38 @@ def test_a_real_tiny_ablation_runs_two_variants_then_skips_them(
     capsys.readouterr()
     assert main(argv) == 0  # the same command again: both finished, only compared
     assert capsys.readouterr().err.count(": finished") == 2
+
+
+def test_restored_runs_are_skipped_as_finished_and_compared(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A measurement resumed on a machine that kept no run directories: the finished runs a
+    results folder collected come back (same config, same input digests) and nothing runs."""
+    from arctic_swe.ablate import variant_configs
+    from arctic_swe.config import fingerprint_inputs, write_run_inputs
+
+    _inputs_on_disk(tmp_path)
+    configs = variant_configs(apply_overrides(RunConfig(), ["run.updates=4"]), ("full", "clip"))
+    digests = fingerprint_inputs(tmp_path / "deck", tmp_path / "policy")
+    for label, rewards in (("full", [0.2, 0.4, 0.6, 0.7]), ("clip", [0.2, 0.6, 0.3, 0.1])):
+        write_run(tmp_path / "elsewhere" / label, configs[label], rewards)
+        write_run_inputs(RunDir(tmp_path / "elsewhere" / label), digests)
+    sources = [str(tmp_path / "elsewhere" / label) for label in ("full", "clip")]
+    assert main(["report", str(tmp_path / "res"), "--collect", sources[0], "--label", "full",
+                 "--collect", sources[1], "--label", "clip"]) == 0  # fmt: skip
+    argv = _argv(tmp_path, "--variants", "full,clip", "--set", "run.updates=4")
+    capsys.readouterr()
+    assert main([*argv, "--restore", str(tmp_path / "res")]) == 0
+    captured = capsys.readouterr()
+    assert "restored full from" in captured.err
+    assert "variant clip: finished" in captured.err
+    assert "full" in (tmp_path / "ab" / "comparison.md").read_text()
+    # again: both are there now, nothing is restored twice
+    assert main([*argv, "--restore", str(tmp_path / "res")]) == 0
+    assert "nothing to restore" in capsys.readouterr().err
+    # other warm-start content: refused before anything runs, as a usage error
+    (tmp_path / "policy" / "config.json").write_text('{"other": 1}')
+    shutil.rmtree(tmp_path / "ab")
+    assert main([*argv, "--restore", str(tmp_path / "res")]) == 2
+    assert "this ablation trains from" in " ".join(capsys.readouterr().err.split())
+    assert not (tmp_path / "ab" / "full").exists()

@@ -73,6 +73,16 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
         "every run has its paired full run), e.g. --variant-seeds ungated=0,1 for a positive "
         "control at two seeds beside four of full and no-eviction; repeatable",
     )
+    ablate.add_argument(
+        "--restore",
+        default=None,
+        metavar="RESULTS",
+        help="before running, bring back the finished runs a results folder collected "
+        "(`arctic-swe report RESULTS --collect`) that OUT does not hold: only a run with the "
+        "same label, the config this ablation gives it and the same deck and warm-start "
+        "digests; they are then skipped as finished. For a measurement spread over machines "
+        "that keep no run directories (default: restore nothing)",
+    )
     add_config_options(ablate)
     add_input_options(ablate)
     return ablate
@@ -90,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
             # variant changes, and the base config's seed (not --seeds'): every variant and
             # every seed trains from the same two
             inputs = prepare_inputs(args, base, note)
+            if args.restore is not None:
+                _restore(plan, base, inputs, Path(args.restore), note)
             _run_variants(plan, inputs, note, where)
         except KeyboardInterrupt:
             raise CommandInterruptedError(
@@ -97,6 +109,23 @@ def run(args: argparse.Namespace) -> int:
             ) from None
     _report(plan)
     return 0
+
+
+def _restore(
+    plan: AblationPlan, base: RunConfig, inputs: Inputs, results: Path, note: Console
+) -> None:
+    """The finished runs ``results`` collected, back into ``plan.out`` (``--restore``)."""
+    from arctic_swe.config import fingerprint_inputs
+    from arctic_swe.orchestrator import pool_source
+    from arctic_swe.report import ReportError, restore_runs
+
+    record = fingerprint_inputs(pool_source(base, inputs), inputs.policy_dir)
+    with user_errors(ReportError):
+        restored = restore_runs(results, plan.out, plan.configs, record)
+    for label in restored:
+        note.print(f"restored {label} from {results} (finished)", highlight=False)
+    if not restored:
+        note.print(f"nothing to restore from {results}", highlight=False)
 
 
 def _run_variants(plan: AblationPlan, inputs: Inputs, note: Console, where: list[str]) -> None:

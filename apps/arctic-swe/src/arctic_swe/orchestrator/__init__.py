@@ -11,7 +11,7 @@ from arctic_swe.orchestrator._batch import (
 from arctic_swe.orchestrator._groups import GroupJob, GroupOutcome, LeaseSampler, run_group
 from arctic_swe.orchestrator._inputs import ensure_deck, ensure_policy, random_init_inputs
 from arctic_swe.orchestrator._loop import Components, RLLoop
-from arctic_swe.orchestrator._provenance import InputsChangedError, record_inputs
+from arctic_swe.orchestrator._provenance import InputsChangedError, pool_source, record_inputs
 from arctic_swe.orchestrator._setup import (
     EngineFactory,
     Inputs,
@@ -37,6 +37,7 @@ __all__ = [
     "ensure_deck",
     "ensure_policy",
     "open_components",
+    "pool_source",
     "random_init_inputs",
     "record_inputs",
     "run_group",

@@ -12,7 +12,7 @@ from arctic_swe.report._build import (
     write_report,
 )
 from arctic_swe.report._collect import Collected, collect
-from arctic_swe.report._data import RunData, read_results
+from arctic_swe.report._data import RunData, collected_labels, read_results
 from arctic_swe.report._errors import ReportError, ReportOutOfDateError
 from arctic_swe.report._layout import (
     DATA,
@@ -27,6 +27,7 @@ from arctic_swe.report._layout import (
     redact_path,
     redact_words,
 )
+from arctic_swe.report._restore import restore_runs
 from arctic_swe.report._tables import (
     RESULT_TABLES,
     ResultTable,
@@ -56,12 +57,14 @@ __all__ = [
     "build_report",
     "check_report",
     "collect",
+    "collected_labels",
     "gzip_bytes",
     "read_results",
     "redact",
     "redact_path",
     "redact_words",
     "render_block",
+    "restore_runs",
     "result_sections",
     "sections_markdown",
     "splice",

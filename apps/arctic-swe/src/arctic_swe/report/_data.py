@@ -51,6 +51,12 @@ def read_results(results: Path) -> list[RunData]:
     """Every run of ``results/data``, in the order ``SOURCE.json`` lists them (the tables'
     order). Raises :class:`ReportError` for a folder without collected data or a file that
     cannot be read."""
+    return [_run(results / DATA, label) for label in collected_labels(results)]
+
+
+def collected_labels(results: Path) -> list[str]:
+    """The labels of the runs ``results/data`` holds, in the order ``SOURCE.json`` lists them.
+    Raises :class:`ReportError` for a folder without collected data or an unreadable list."""
     source = results / DATA / SOURCE_FILE
     if not source.is_file():
         raise ReportError(
@@ -63,7 +69,7 @@ def read_results(results: Path) -> list[RunData]:
         raise ReportError(f"{source} cannot be read: {exc}") from exc
     if not isinstance(labels, list) or not labels:
         raise ReportError(f"{source} lists no runs")
-    return [_run(results / DATA, check_label(str(label))) for label in labels]
+    return [check_label(str(label)) for label in labels]
 
 
 def _run(data: Path, label: str) -> RunData:
