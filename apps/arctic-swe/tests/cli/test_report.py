@@ -53,6 +53,7 @@ def test_collect_then_check_then_a_stale_page_fails(
     [
         (["--check", "--collect", "x"], "cannot be combined with --collect"),
         (["--note", "quiet"], "only apply with --collect"),
+        (["--add"], "only apply with --collect"),
         (["--collect", "nowhere"], "source nowhere does not exist"),
         ([], "holds no collected data"),
     ],

@@ -20,16 +20,18 @@ from .conftest import write_run
 DAY = date(2025, 1, 2)
 
 
-def _ablation(root: Path) -> Path:
-    """A finished two-variant ablation whose manifest names machine paths."""
+def _ablation(root: Path, variants: tuple[str, str] = ("full", "clip")) -> Path:
+    """A finished two-variant ablation whose manifest names machine paths (the first variant
+    finished with an end record, the second without)."""
     base = apply_overrides(RunConfig(), ["run.updates=6"])
-    configs = variant_configs(base, ("full", "clip"))
+    configs = variant_configs(base, variants)
+    first, second = variants
     open_plan(AblationPlan(root, configs, root.parent / "deck", root.parent / "policy"))
     inputs = (root.parent / "deck", root.parent / "policy")
-    write_run(root / "full", [0.2, 0.4, 0.6, 0.6, 0.7, 0.7], [2, 4, 6, 6],
-              config=configs["full"], end=EndReason.UPDATES, inputs=inputs)  # fmt: skip
-    write_run(root / "clip", [0.2, 0.3, 0.2, 0.1, 0.1, 0.1], [2, 3, 1, 1],
-              config=configs["clip"], inputs=inputs)  # fmt: skip
+    write_run(root / first, [0.2, 0.4, 0.6, 0.6, 0.7, 0.7], [2, 4, 6, 6],
+              config=configs[first], end=EndReason.UPDATES, inputs=inputs)  # fmt: skip
+    write_run(root / second, [0.2, 0.3, 0.2, 0.1, 0.1, 0.1], [2, 3, 1, 1],
+              config=configs[second], inputs=inputs)  # fmt: skip
     return root
 
 
@@ -62,11 +64,13 @@ def test_an_ablation_is_collected_small_without_checkpoints(tmp_path: Path) -> N
     assert (source / "full" / "config.toml").read_bytes() == files["full/config.toml"]
     record = json.loads(files[SOURCE_FILE])
     assert record["runs"] == ["full", "clip"]
-    assert (record["collected"], record["command"], record["source"]) == (
+    [collection] = record["collections"]
+    assert (collection["collected"], collection["command"], collection["source"]) == (
         "2025-01-02",
         "arctic-swe ablate",
         "ablation",
     )
+    assert (collection["runs"], collection["manifest"]) == (["full", "clip"], MANIFEST)
 
 
 def test_no_collected_file_holds_a_machine_path(tmp_path: Path) -> None:
@@ -152,3 +156,68 @@ def test_a_data_directory_that_was_not_collected_is_never_replaced(tmp_path: Pat
     with pytest.raises(ReportError, match="not collected data"):
         collect([run], tmp_path / "res")
     assert (tmp_path / "res" / DATA / "notes.txt").read_text() == "mine"
+
+
+def test_runs_are_added_after_the_collected_ones_and_kept_byte_for_byte(tmp_path: Path) -> None:
+    first, second = (write_run(tmp_path / name, [0.2, 0.4], [2, 3]) for name in ("a", "b"))
+    collect([first], tmp_path / "res", labels=["full/seed-0"], command="sitting 1", today=DAY)
+    before = _files(tmp_path / "res" / DATA)
+    later = date(2025, 1, 3)
+    done = collect([second], tmp_path / "res", labels=["full/seed-1"], command="sitting 2",
+                   note="quiet", today=later, add=True)  # fmt: skip
+    assert list(done.runs) == ["full/seed-1"]
+    after = _files(tmp_path / "res" / DATA)
+    assert {k: v for k, v in after.items() if k != SOURCE_FILE} == {
+        **{k: v for k, v in before.items() if k != SOURCE_FILE},
+        **{k.replace("seed-0", "seed-1"): v for k, v in before.items() if k != SOURCE_FILE},
+    }  # the same data under a new label, the first run untouched
+    record = json.loads(after[SOURCE_FILE])
+    assert record["runs"] == ["full/seed-0", "full/seed-1"]
+    assert [(c["collected"], c["command"], c["runs"]) for c in record["collections"]] == [
+        ("2025-01-02", "sitting 1", ["full/seed-0"]),
+        ("2025-01-03", "sitting 2", ["full/seed-1"]),
+    ]
+    assert done.total == sum(len(content) for content in after.values())
+
+
+def test_adding_a_run_collected_already_is_refused_and_nothing_changes(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "run", [0.2, 0.4], [2, 3])
+    collect([run], tmp_path / "res", labels=["full"], today=DAY)
+    before = _files(tmp_path / "res" / DATA)
+    with pytest.raises(ReportError, match=r"run full is in .* already"):
+        collect([run], tmp_path / "res", labels=["full"], today=DAY, add=True)
+    assert _files(tmp_path / "res" / DATA) == before
+
+
+def test_each_ablation_added_keeps_its_own_manifest(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "run", [0.2, 0.4], [2, 3])
+    collect([run], tmp_path / "res", labels=["extra"], today=DAY)
+    collect([_ablation(tmp_path / "ab")], tmp_path / "res", today=DAY, add=True)
+    second = _ablation(tmp_path / "ab2", ("no-eviction", "ungated"))
+    collect([second], tmp_path / "res", today=DAY, add=True)
+    files = _files(tmp_path / "res" / DATA)
+    record = json.loads(files[SOURCE_FILE])
+    assert record["runs"] == ["extra", "full", "clip", "no-eviction", "ungated"]
+    assert [c.get("manifest") for c in record["collections"]] == [
+        None, MANIFEST, "ablation-3.json"]  # fmt: skip
+    assert json.loads(files["ablation-3.json"])["variants"] == ["no-eviction", "ungated"]
+    assert json.loads(files[MANIFEST])["variants"] == ["full", "clip"]
+
+
+def test_data_collected_before_collections_were_listed_is_added_to(tmp_path: Path) -> None:
+    first, second = (write_run(tmp_path / name, [0.2, 0.4], [2, 3]) for name in ("a", "b"))
+    collect([first], tmp_path / "res", labels=["a"], today=DAY)
+    flat = {"collected": "2024-12-31", "command": "old", "note": "", "source": "runs",
+            "from": ["<machine>/a"], "runs": ["a"]}  # fmt: skip
+    (tmp_path / "res" / DATA / SOURCE_FILE).write_text(json.dumps(flat))
+    collect([second], tmp_path / "res", labels=["b"], today=DAY, add=True)
+    record = json.loads((tmp_path / "res" / DATA / SOURCE_FILE).read_text())
+    assert record["runs"] == ["a", "b"]
+    assert record["collections"][0] == flat
+
+
+def test_adding_to_a_folder_with_no_data_is_a_first_collection(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "run", [0.2, 0.4], [2, 3])
+    collect([run], tmp_path / "fresh", labels=["a"], today=DAY, add=True)
+    collect([run], tmp_path / "plain", labels=["a"], today=DAY)
+    assert _files(tmp_path / "fresh" / DATA) == _files(tmp_path / "plain" / DATA)

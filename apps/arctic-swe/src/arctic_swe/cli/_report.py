@@ -18,10 +18,11 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
         help="regenerate a results folder's tables and plots from its committed data",
         description="Read RESULTS/data (the compact raw data of the reported runs: config, "
         "metrics.jsonl.gz, evaluations.jsonl.gz, how each ended) and regenerate every results "
-        "table (comparison, training health, paired with full, mechanisms) between the "
+        "table (comparison, training health, paired with full, mechanisms, each variant against full) between the "
         "generated-content markers of RESULTS/README.md, and the plots RESULTS/figures/*.png. With --collect, "
         "first replace RESULTS/data with the data of an ablation directory or of run "
-        "directories (never checkpoints or weights; machine paths redacted).",
+        "directories (never checkpoints or weights; machine paths redacted), or with --add "
+        "add them to it.",
     )
     report.add_argument("results", metavar="RESULTS", help="the results folder")
     report.add_argument(
@@ -31,6 +32,13 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
         metavar="SOURCE",
         help="an `arctic-swe ablate` directory, or a run directory (repeatable), whose compact "
         "data replaces RESULTS/data before the page is regenerated",
+    )
+    report.add_argument(
+        "--add",
+        action="store_true",
+        help="with --collect: keep the runs RESULTS/data holds and add these after them (a "
+        "measurement collected sitting by sitting; a run already there is refused); "
+        "SOURCE.json keeps one record per collection",
     )
     report.add_argument(
         "--label",
@@ -67,8 +75,8 @@ def run(args: argparse.Namespace) -> int:
     collecting = bool(args.collect)
     if args.check and collecting:
         raise CommandError("--check reads the committed data: it cannot be combined with --collect")
-    if not collecting and (args.labels or args.command or args.note):
-        raise CommandError("--label, --command and --note only apply with --collect")
+    if not collecting and (args.labels or args.command or args.note or args.add):
+        raise CommandError("--add, --label, --command and --note only apply with --collect")
     from arctic_swe.report import (
         ReportError,
         ReportOutOfDateError,
@@ -90,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
                 labels=args.labels,
                 command=args.command,
                 note=args.note,
+                add=args.add,
             )
             for label, size in collected.runs.items():
                 note.print(f"collected {label}: {size:,} bytes", highlight=False)

@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -83,25 +83,72 @@ def collect(
     command: str = "",
     note: str = "",
     today: date | None = None,
+    add: bool = False,
 ) -> Collected:
     """Replace ``results/data`` with the compact data of ``sources``: one ablation directory
     (``ablation.json``; its runs in the manifest's order, labelled as ``ablate`` labels them),
     or run directories (labelled by ``labels``, else by their shortest distinct path suffix).
+    With ``add``, keep what ``results/data`` holds and add the runs after its own (a
+    measurement collected sitting by sitting); a label it holds already is refused.
 
     ``command`` (what produced the runs) and ``note`` (machine, load) go into ``SOURCE.json``
-    with the date. Raises :class:`ReportError`, having written nothing, for a source that is
-    not a run or ablation directory, a run without updates, or data that cannot be read.
+    with the date, one record per collection. Raises :class:`ReportError`, having written
+    nothing, for a source that is not a run or ablation directory, a run without updates, data
+    that cannot be read, or (``add``) a run collected already.
     """
     found = _sources(sources, labels)
     files = {label: _run_files(label, root) for label, root in found.runs.items()}
-    extra = {SOURCE_FILE: _source_record(sources, found, command, note, today)}
-    if found.manifest is not None:
-        extra[MANIFEST] = json.dumps(redact(found.manifest), indent=2, sort_keys=True) + "\n"
     data = results / DATA
-    _replace(data, files, {name: text.encode() for name, text in extra.items()})
+    kept = _Kept.read(data) if add else _Kept()
+    clash = [label for label in found.runs if label in kept.labels]
+    if clash:
+        raise ReportError(
+            f"run {clash[0]} is in {data} already: add only new runs, or collect without "
+            "--add to replace the data"
+        )
+    record = _source_record(sources, found, command, note, today)
+    extra = dict(kept.files)
+    if found.manifest is not None:
+        name = MANIFEST if MANIFEST not in extra else f"ablation-{len(kept.collections) + 1}.json"
+        record["manifest"] = name
+        extra[name] = (json.dumps(redact(found.manifest), indent=2, sort_keys=True) + "\n").encode()
+    source = {"runs": [*kept.labels, *found.runs], "collections": [*kept.collections, record]}
+    extra[SOURCE_FILE] = (json.dumps(source, indent=2, sort_keys=True) + "\n").encode()
+    _replace(data, files, extra)
     sizes = {label: sum(len(b) for b in run.values()) for label, run in files.items()}
-    total = sum(sizes.values()) + sum(len(text.encode()) for text in extra.values())
+    total = sum(sizes.values()) + sum(len(content) for content in extra.values())
     return Collected(data, sizes, total)
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """What ``--add`` keeps of a results folder's data: its labels in table order, its
+    collection records and every file but ``SOURCE.json`` (relative path -> bytes)."""
+
+    labels: tuple[str, ...] = ()
+    collections: tuple[dict[str, Any], ...] = ()
+    files: dict[str, bytes] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, data: Path) -> _Kept:
+        if not data.exists():
+            return cls()
+        source = data / SOURCE_FILE
+        try:
+            record = json.loads(source.read_text())
+            labels = tuple(str(label) for label in record["runs"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ReportError(f"{source} cannot be read, so nothing can be added: {exc}") from exc
+        # a folder collected before collections were listed holds one flat record
+        earlier = record.get("collections", [record])
+        if not isinstance(earlier, list) or not all(isinstance(c, dict) for c in earlier):
+            raise ReportError(f"{source}: collections is not a list of records")
+        files = {
+            path.relative_to(data).as_posix(): path.read_bytes()
+            for path in sorted(data.rglob("*"))
+            if path.is_file() and path != source
+        }
+        return cls(labels, tuple(earlier), files)
 
 
 def _sources(sources: Sequence[Path], labels: Sequence[str]) -> _Sources:
@@ -194,8 +241,10 @@ def _run_files(label: str, root: Path) -> dict[str, bytes]:
 
 def _source_record(
     sources: Sequence[Path], found: _Sources, command: str, note: str, today: date | None
-) -> str:
-    record = {
+) -> dict[str, Any]:
+    """One collection: when, what command produced its runs, under what conditions, from
+    where, which runs."""
+    return {
         "collected": (today or datetime.now(UTC).date()).isoformat(),
         "command": redact_words(command) if command else NOT_RECORDED,
         "note": redact_words(note),
@@ -203,10 +252,9 @@ def _source_record(
         "from": [redact_path(str(source.resolve())) for source in sources],
         "runs": list(found.runs),
     }
-    return json.dumps(record, indent=2, sort_keys=True) + "\n"
 
 
-def _replace(data: Path, runs: dict[str, dict[str, bytes]], extra: dict[str, bytes]) -> None:
+def _replace(data: Path, runs: dict[str, dict[str, bytes]], extra: Mapping[str, bytes]) -> None:
     """Write everything into a fresh directory beside ``data``, then swap it in."""
     if data.exists() and not (data / SOURCE_FILE).is_file():
         raise ReportError(f"{data} exists and holds no {SOURCE_FILE}: not collected data")
