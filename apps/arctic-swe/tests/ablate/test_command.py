@@ -92,7 +92,7 @@ def test_finished_variants_are_compared_without_running(
     captured = capsys.readouterr()
     assert "variant full: finished" in captured.err
     assert "variant clip: finished" in captured.err
-    comparison, health, paired, mechanisms = (
+    comparison, health, paired, mechanisms, reading = (
         (tmp_path / "ab" / "comparison.md").read_text().split("\n\n")
     )
     rows = {line.split(" | ")[0]: line for line in comparison.splitlines()}
@@ -109,6 +109,11 @@ def test_finished_variants_are_compared_without_running(
     # write_run's records mask nothing: clip has no channel at this scale
     assert mechanisms.splitlines()[3].startswith("| clip | 1 | IcePop mask")
     assert mechanisms.splitlines()[3].endswith("| no channel at this scale |")
+    # and the reading says why clip is not separated: nothing was measured to pair
+    assert reading.splitlines()[2] == (
+        "| clip | not measured | not measured | no channel at this scale "
+        "| no seed measured both runs' final windows |"
+    )
     assert "full" in captured.out
     assert "training health" in captured.out
     assert "what each ablation can act through" in captured.out
@@ -140,7 +145,7 @@ def test_seeded_variants_are_compared_per_seed_and_across_seeds(
     assert main(argv) == 0
     captured = capsys.readouterr()
     assert captured.err.count(": finished") == 4  # each seed of each variant, in its own directory
-    comparison, _health, paired, mechanisms = (
+    comparison, _health, paired, mechanisms, reading = (
         (tmp_path / "ab" / "comparison.md").read_text().split("\n\n")
     )
     assert {line.split(" | ")[0] for line in comparison.splitlines()[2:]} == {
@@ -155,6 +160,12 @@ def test_seeded_variants_are_compared_per_seed_and_across_seeds(
     ]
     assert rows["| clip"][-1] == "same on 2 of 2 |"  # one warm start, one stream
     assert [line.split(" | ")[0] for line in mechanisms.splitlines()[2:]] == ["| full", "| clip"]
+    # clip masks nothing here: not separated, and the reading names the missing channel
+    assert reading.splitlines()[2].startswith(
+        "| clip | not separated | not measured | no channel at this scale "
+        "| not separated: no channel at this scale (masked 0.00 % < 0.50 %, larger of the two); "
+        "Δ -0.312 [-1.107, +0.482], 2 of 2 below full |"
+    )
     assert "paired with full, seed by seed" in captured.out
 
 

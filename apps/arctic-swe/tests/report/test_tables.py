@@ -36,11 +36,13 @@ def test_runs_without_full_get_no_paired_table() -> None:
     assert sections[0].table.row_count == 2
 
 
-def test_full_and_a_variant_add_the_paired_table() -> None:
+def test_full_and_a_variant_add_the_paired_table_and_the_reading() -> None:
     for labels in (["full", "clip"], [seed_label(v, s) for v in ("full", "clip") for s in (0, 1)]):
         sections = result_sections(_rows(labels))
         assert [s.title for s in sections] == [spec.title for spec in RESULT_TABLES]
-        assert sections[-1].markdown.count("\n") == 2 + 2  # header, rule, a row per variant
+        mechanisms, reading = sections[-2:]
+        assert mechanisms.markdown.count("\n") == 2 + 2  # header, rule, a row per variant
+        assert reading.markdown.count("\n") == 2 + 1  # header, rule, clip (full is the reference)
 
 
 def test_a_new_table_is_one_more_entry_and_skipped_where_it_does_not_apply() -> None:

@@ -60,6 +60,7 @@ from arctic_swe.metrics._paired import (
     start_check,
 )
 from arctic_swe.metrics._plots import PANELS, plot_compare, plot_numerics, plot_run
+from arctic_swe.metrics._reading import Reading, reading_markdown, reading_rows, reading_table
 from arctic_swe.metrics._record import MetricsError, MetricsLog, UpdateMetrics
 from arctic_swe.metrics._run_verdict import judged_summary, read_verdict_rule, verdict_rule
 from arctic_swe.metrics._seeds import seed_label, split_seed_label, variant_seed
@@ -111,6 +112,7 @@ __all__ = [
     "PairedChange",
     "PairedDifference",
     "PairedRow",
+    "Reading",
     "RunHealth",
     "RunSummary",
     "RunVerdict",
@@ -146,6 +148,9 @@ __all__ = [
     "plot_numerics",
     "plot_run",
     "read_verdict_rule",
+    "reading_markdown",
+    "reading_rows",
+    "reading_table",
     "run_health",
     "run_labels",
     "run_verdict",

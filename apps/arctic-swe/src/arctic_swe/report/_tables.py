@@ -28,6 +28,9 @@ from arctic_swe.metrics import (
     paired_markdown,
     paired_rows,
     paired_table,
+    reading_markdown,
+    reading_rows,
+    reading_table,
     run_health,
 )
 
@@ -67,6 +70,16 @@ def _paired_rich(rows: Rows, title: str) -> Table | None:
     return paired_table(paired, title=title) if len(paired) > 1 else None
 
 
+def _reading_markdown(rows: Rows) -> str | None:
+    readings = reading_rows(rows)
+    return reading_markdown(readings) if readings else None
+
+
+def _reading_rich(rows: Rows, title: str) -> Table | None:
+    readings = reading_rows(rows)  # as the paired table: only beside full
+    return reading_table(readings, title=title) if readings else None
+
+
 #: The results tables, in the order they are printed and written.
 RESULT_TABLES: tuple[ResultTable, ...] = (
     ResultTable("comparison", comparison_markdown, lambda r, t: comparison_table(r, title=t)),
@@ -81,6 +94,7 @@ RESULT_TABLES: tuple[ResultTable, ...] = (
         lambda rows: mechanism_markdown(mechanism_rows(rows)),
         lambda rows, title: mechanism_table(mechanism_rows(rows), title=title),
     ),
+    ResultTable("each variant against full", _reading_markdown, _reading_rich),
 )
 
 
