@@ -45,7 +45,8 @@ def test_restored_runs_read_back_as_collected_and_count_as_finished(tmp_path: Pa
         )
         assert variant_state(RunDir(restored), CONFIGS[label]) is VariantState.DONE
         assert not (restored / "checkpoints").exists()  # never collected, never restored
-    assert sorted(p.name for p in out.iterdir()) == ["clip", "full"]  # no staging left behind
+    assert sorted(p.name for p in out.iterdir()) == ["clip", "full"]
+    assert not list(tmp_path.glob(".restore-*"))  # each run unpacked once, no scratch left
 
 
 def test_a_run_already_there_or_not_collected_is_left_alone(tmp_path: Path) -> None:
@@ -73,6 +74,7 @@ def test_a_run_of_other_inputs_or_config_is_refused_with_nothing_written(
     with pytest.raises(ReportError, match=message):
         restore_runs(results, tmp_path / "ab", configs, inputs)
     assert not (tmp_path / "ab").exists()
+    assert not list(tmp_path.glob(".restore-*"))
 
 
 def test_an_unfinished_run_is_refused_it_could_not_resume(tmp_path: Path) -> None:

@@ -46,32 +46,41 @@ def restore_runs(
     """
     collected = set(collected_labels(results))
     wanted = [label for label in configs if label in collected and not (out / label).exists()]
-    for label in wanted:
-        _check(results / DATA / label, label, configs[label], inputs)
-    for label in wanted:
-        _write(results / DATA / label, out / label)
+    if not wanted:
+        return []
+    # Each run is unpacked once, into a scratch directory beside ``out`` (same file system),
+    # checked there, and only when every one passes renamed into place: nothing half-written.
+    out.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".restore-", dir=out.parent))
+    try:
+        for label in wanted:
+            staged = scratch / label
+            _stage(results / DATA / label, staged, label, configs[label], inputs)
+        for label in wanted:
+            (out / label).parent.mkdir(parents=True, exist_ok=True)
+            (scratch / label).rename(out / label)
+    finally:
+        shutil.rmtree(scratch)
     return wanted
 
 
-def _check(collected: Path, label: str, config: RunConfig, inputs: RunInputs) -> None:
-    """Refuse a collected run this ablation would not have run the same way."""
+def _stage(collected: Path, staged: Path, label: str, config: RunConfig, inputs: RunInputs) -> None:
+    """Unpack one collected run into ``staged``; refuse it when this ablation would not have
+    run it the same way."""
     where = f"collected run {label} ({collected})"
-    staging = Path(tempfile.mkdtemp(prefix=".restore-check-"))
+    staged.mkdir(parents=True, mode=0o755)
+    run = RunDir(staged)
     try:
-        run = RunDir(staging)
-        try:
-            _unpack(collected, staging)
-            if load_run_config(run) != config:
-                raise ReportError(
-                    f"{where} has another config than this ablation gives {label}: "
-                    "not restored (restore from the results of the same command)"
-                )
-            recorded = read_run_inputs(run)
-            state = variant_state(run, config)
-        except (OSError, RunConfigError, RunDirError, AblateError) as exc:
-            raise ReportError(f"{where}: {exc}") from exc
-    finally:
-        shutil.rmtree(staging)
+        _unpack(collected, staged)
+        if load_run_config(run) != config:
+            raise ReportError(
+                f"{where} has another config than this ablation gives {label}: "
+                "not restored (restore from the results of the same command)"
+            )
+        recorded = read_run_inputs(run)
+        state = variant_state(run, config)
+    except (OSError, RunConfigError, RunDirError, AblateError) as exc:
+        raise ReportError(f"{where}: {exc}") from exc
     if recorded is None:
         raise ReportError(f"{where} records no deck or warm-start digests: not restored")
     if not recorded.same_content(inputs):
@@ -83,20 +92,6 @@ def _check(collected: Path, label: str, config: RunConfig, inputs: RunInputs) ->
         raise ReportError(
             f"{where} did not finish; it has no checkpoints to resume from: not restored"
         )
-
-
-def _write(collected: Path, run: Path) -> None:
-    """Unpack into a fresh directory beside ``run``, then rename it into place, so an
-    interrupted restore leaves no half run directory for ``ablate`` to resume."""
-    run.parent.mkdir(parents=True, exist_ok=True)
-    fresh = Path(tempfile.mkdtemp(prefix=".restore-", dir=run.parent))
-    try:
-        fresh.chmod(0o755)
-        _unpack(collected, fresh)
-        fresh.rename(run)
-    finally:
-        if fresh.exists():
-            shutil.rmtree(fresh)
 
 
 def _unpack(collected: Path, into: Path) -> None:
