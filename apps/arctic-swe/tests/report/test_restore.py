@@ -90,3 +90,27 @@ def test_a_corrupt_collected_log_is_a_report_error(tmp_path: Path) -> None:
     with pytest.raises(ReportError, match="collected run clip"):
         restore_runs(results, tmp_path / "ab", CONFIGS, SAME)
     assert not (tmp_path / "ab").exists()
+
+
+def test_the_committed_acceptance_runs_restore_under_the_plan_ablate_makes_today(
+    tmp_path: Path,
+) -> None:
+    """Against real loop output: the acceptance measurement's collected runs of seeds 1-3 come
+    back under the configs `arctic-swe ablate` gives those labels now, and seed 0's runs,
+    started from another warm start, are refused."""
+    from arctic_swe.ablate import parse_variant_seeds, seeded_configs
+    from arctic_swe.config import preset, read_run_inputs
+
+    results = Path(__file__).resolve().parents[2] / "results" / "acceptance"
+    variants = ("full", "ungated", "no-eviction", "bf16-state")
+    own = parse_variant_seeds(["ungated=1", "bf16-state=1,2"], variants, (1, 2, 3))
+    configs = seeded_configs(variant_configs(preset("tiny"), variants), (1, 2, 3), own)
+    inputs = read_run_inputs(RunDir(results / DATA / "full" / "seed-1"))
+    assert inputs is not None
+    restored = restore_runs(results, tmp_path / "ab", configs, inputs)
+    assert restored == list(configs)  # all 9 runs of seeds 1-3
+    for label in restored:
+        assert variant_state(RunDir(tmp_path / "ab" / label), configs[label]) is VariantState.DONE
+    seed_0 = seeded_configs(variant_configs(preset("tiny"), variants), (0,))
+    with pytest.raises(ReportError, match="this ablation trains from"):
+        restore_runs(results, tmp_path / "ab0", seed_0, inputs)
